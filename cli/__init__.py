@@ -1,0 +1,1 @@
+"""The `pgmem` command (installed as pgmem.cli)."""
