@@ -1,0 +1,92 @@
+-- Text helpers: normalization for exact-duplicate detection and full-text
+-- search that works for Chinese (and other CJK text) as well as English.
+--
+-- PostgreSQL's default parser does not split Chinese: a whole run of Han
+-- characters becomes one token, so a query word never matches inside it.
+-- CJK runs are indexed as overlapping character bigrams (the approach of
+-- Lucene's CJKAnalyzer), everything else goes through the 'english'
+-- configuration (stemming, stop words). Both functions are immutable so
+-- they can feed stored generated columns; changing their bodies requires a
+-- migration that recomputes memories.fts and memories.content_hash.
+
+create or replace function pgmem._normalize(p_content text)
+returns text
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Case, white space and punctuation (ASCII and CJK) do not make a new fact.
+    select pg_catalog.btrim(pg_catalog.regexp_replace(
+        pg_catalog.regexp_replace(pg_catalog.lower(p_content),
+                                  '[[:punct:]。，、；：？！“”‘’（）《》【】…—～·「」『』]+', ' ', 'g'),
+        '\s+', ' ', 'g'))
+$$;
+
+comment on function pgmem._normalize(text) is
+    'Lower-cases, folds white space and drops punctuation: two contents with the same result are the same fact.';
+
+create or replace function pgmem._content_hash(p_content text)
+returns text
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select pg_catalog.md5(pgmem._normalize(p_content))
+$$;
+
+comment on function pgmem._content_hash(text) is
+    'md5 of the normalized content; memories.content_hash, used for exact-duplicate detection.';
+
+create or replace function pgmem._cjk_bigrams(p_text text)
+returns text
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Han, Hiragana/Katakana and Hangul runs become space-separated
+    -- overlapping bigrams; a run of one character stays a unigram.
+    select coalesce(pg_catalog.string_agg(pg_catalog.substr(m.run, i.pos, 2), ' ' order by m.n, i.pos), '')
+    from (
+        select r[1] as run, row_number() over () as n
+        from pg_catalog.regexp_matches(p_text, '[㐀-䶿一-鿿豈-﫿぀-ヿ가-힯]+', 'g') as r
+    ) as m
+    cross join lateral pg_catalog.generate_series(1, greatest(pg_catalog.length(m.run) - 1, 1)) as i(pos)
+$$;
+
+comment on function pgmem._cjk_bigrams(text) is
+    'Overlapping character bigrams of every CJK run in the text, space-separated (for full-text search).';
+
+create or replace function pgmem._tsv(p_content text)
+returns tsvector
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select pg_catalog.to_tsvector('pg_catalog.english'::regconfig,
+               pg_catalog.regexp_replace(p_content, '[㐀-䶿一-鿿豈-﫿぀-ヿ가-힯]+', ' ', 'g'))
+        || pg_catalog.to_tsvector('pg_catalog.simple'::regconfig, pgmem._cjk_bigrams(p_content))
+$$;
+
+comment on function pgmem._tsv(text) is
+    'Full-text vector of a memory: English words stemmed, CJK text as character bigrams.';
+
+create or replace function pgmem._tsq(p_query text)
+returns tsquery
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Any matching term counts (OR): ranking, not the query, decides order.
+    -- Lexemes are already normalized by _tsv, so 'simple' only quotes them.
+    select pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, coalesce(pg_catalog.string_agg(
+               pg_catalog.quote_literal(l.lexeme), ' | '), ''))
+    from pg_catalog.unnest(pgmem._tsv(p_query)) as l
+$$;
+
+comment on function pgmem._tsq(text) is
+    'OR-query over the terms of a search text, tokenized exactly as memories are (see pgmem._tsv).';
