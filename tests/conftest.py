@@ -1,0 +1,99 @@
+"""Fixtures: a real PostgreSQL (the embedded server, or PGMEM_DSN), a
+migrated template database, and a fresh clone of it for every test."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from pytest_postgresql.janitor import DatabaseJanitor
+
+from pgmem import schema, server
+from pgmem.config import Config
+
+# Every role a test creates starts with this, so teardown finds leftovers.
+TEST_ROLE_PREFIX = f"pgmem_t_test{os.getpid()}"
+
+
+@pytest.fixture(scope="session")
+def server_dsn() -> str:
+    """Superuser DSN of the server the tests use (PGMEM_DSN must be a superuser)."""
+    config = Config.from_env()
+    return config.dsn or server.ensure_running(config)
+
+
+def _janitor(server_dsn: str, dbname: str, **kwargs: object) -> DatabaseJanitor:
+    params = conninfo_to_dict(server_dsn)
+    return DatabaseJanitor(
+        user=str(params.get("user", "postgres")),
+        host=str(params.get("host", "")),
+        port=str(params.get("port", "5432")),
+        password=params.get("password"),  # type: ignore[arg-type]
+        dbname=dbname,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture(scope="session")
+def template_db(server_dsn: str) -> Iterator[str]:
+    name = f"pgmem_tmpl_{os.getpid()}"
+    janitor = _janitor(server_dsn, name, as_template=True)
+    janitor.init()
+    schema.upgrade(make_conninfo(server_dsn, dbname=name))
+    yield name
+    janitor.drop()
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        roles = conn.execute(
+            "select rolname from pg_roles where rolname like %s", (TEST_ROLE_PREFIX + "%",)
+        ).fetchall()
+        for (role,) in roles:
+            conn.execute(psycopg.sql.SQL("drop role if exists {}").format(psycopg.sql.Identifier(role)))
+
+
+@pytest.fixture
+def dsn(server_dsn: str, template_db: str) -> Iterator[str]:
+    """Superuser DSN of a fresh, migrated database for this test alone."""
+    name = f"pgmem_test_{uuid.uuid4().hex[:12]}"
+    janitor = _janitor(server_dsn, name, template_dbname=template_db)
+    janitor.init()
+    yield make_conninfo(server_dsn, dbname=name)
+    janitor.drop()
+
+
+@pytest.fixture
+def admin(dsn: str) -> Iterator[psycopg.Connection]:
+    """A superuser connection (bypasses RLS) in autocommit mode."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def unique() -> Callable[[str], str]:
+    """Names unique to this test run, for cluster-wide objects such as roles."""
+    suffix = uuid.uuid4().hex[:8]
+    return lambda base: f"{base}_{suffix}"
+
+
+@pytest.fixture
+def tenant_login(
+    admin: psycopg.Connection, dsn: str, unique: Callable[[str], str]
+) -> Iterator[Callable[[str], psycopg.Connection]]:
+    """Creates a tenant with its own login role and returns a connection as that role."""
+    opened: list[psycopg.Connection] = []
+
+    def login(tenant: str) -> psycopg.Connection:
+        role = unique(f"{TEST_ROLE_PREFIX}_{tenant}")
+        password = uuid.uuid4().hex
+        admin.execute("select pgmem.create_tenant(%s)", (tenant,))
+        admin.execute("select pgmem.create_tenant_login(%s, %s, %s)", (tenant, password, role))
+        conn = psycopg.connect(make_conninfo(dsn, user=role, password=password), autocommit=True)
+        opened.append(conn)
+        return conn
+
+    yield login
+    for conn in opened:
+        conn.close()
