@@ -28,6 +28,8 @@ def run_offline() -> None:
         literal_binds=True,
         transactional_ddl=True,
         version_table=VERSION_TABLE,
+        # Named binds: pyformat would print every % of the SQL as %%.
+        dialect_opts={"paramstyle": "named"},
     )
     with context.begin_transaction():
         context.run_migrations()

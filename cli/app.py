@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+from pgmem.cli import db, migrate, tenant
 
 app = typer.Typer(
     name="pgmem",
@@ -10,6 +11,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+app.add_typer(db.app, name="db")
+app.command("migrate")(migrate.migrate)
+app.add_typer(tenant.app, name="tenant")
 
 
 def main() -> None:

@@ -86,3 +86,41 @@ def upgrade_sql(revision: str = "head", dims: int = DEFAULT_DIMS) -> str:
     with redirect_stdout(out):
         command.upgrade(cfg, revision, sql=True)
     return out.getvalue()
+
+
+def status(dsn: str) -> dict[str, object]:
+    """What a DBA checks first: revision, tables and their RLS, roles, extensions."""
+    with psycopg.connect(dsn) as conn:
+        tables = conn.execute(
+            """
+            select c.relname, c.relrowsecurity, c.relforcerowsecurity
+            from pg_class as c
+            where c.relnamespace = to_regnamespace('pgmem') and c.relkind = 'r'
+            order by c.relname
+            """
+        ).fetchall()
+        roles = [
+            r[0]
+            for r in conn.execute(
+                "select rolname from pg_roles where rolname = any(%s) order by rolname",
+                (["pgmem_admin", "pgmem_app", "pgmem_readonly", "pgmem_service"],),
+            )
+        ]
+        extensions = dict(
+            conn.execute(
+                "select extname, extversion from pg_extension where extname in ('vector', 'pg_cron')"
+            ).fetchall()
+        )
+        cron_database = conn.execute(
+            "select current_setting('cron.database_name', true), current_database()"
+        ).fetchone()
+    return {
+        "revision": current_revision(dsn),
+        "head": _head(),
+        "dims": installed_dims(dsn),
+        "tables": [{"table": t, "rls": rls, "forced": forced} for t, rls, forced in tables],
+        "roles": roles,
+        "extensions": extensions,
+        "cron_database": cron_database[0] if cron_database else None,
+        "database": cron_database[1] if cron_database else None,
+    }

@@ -65,6 +65,16 @@ def dsn(server_dsn: str, template_db: str) -> Iterator[str]:
 
 
 @pytest.fixture
+def empty_dsn(server_dsn: str) -> Iterator[str]:
+    """Superuser DSN of an empty database (no pgmem schema) for migration tests."""
+    name = f"pgmem_empty_{uuid.uuid4().hex[:12]}"
+    janitor = _janitor(server_dsn, name)
+    janitor.init()
+    yield make_conninfo(server_dsn, dbname=name)
+    janitor.drop()
+
+
+@pytest.fixture
 def admin(dsn: str) -> Iterator[psycopg.Connection]:
     """A superuser connection (bypasses RLS) in autocommit mode."""
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -90,6 +100,30 @@ def tenant_login(
         password = uuid.uuid4().hex
         admin.execute("select pgmem.create_tenant(%s)", (tenant,))
         admin.execute("select pgmem.create_tenant_login(%s, %s, %s)", (tenant, password, role))
+        conn = psycopg.connect(make_conninfo(dsn, user=role, password=password), autocommit=True)
+        opened.append(conn)
+        return conn
+
+    yield login
+    for conn in opened:
+        conn.close()
+
+
+@pytest.fixture
+def login_role(
+    admin: psycopg.Connection, dsn: str, unique: Callable[[str], str]
+) -> Iterator[Callable[[str], psycopg.Connection]]:
+    """Creates a login role that is a member of the given group role and connects as it."""
+    opened: list[psycopg.Connection] = []
+
+    def login(member_of: str) -> psycopg.Connection:
+        role = unique(f"{TEST_ROLE_PREFIX}_{member_of}")
+        password = uuid.uuid4().hex
+        admin.execute(
+            psycopg.sql.SQL("create role {} login password {} in role {}").format(
+                psycopg.sql.Identifier(role), psycopg.sql.Literal(password), psycopg.sql.Identifier(member_of)
+            )
+        )
         conn = psycopg.connect(make_conninfo(dsn, user=role, password=password), autocommit=True)
         opened.append(conn)
         return conn

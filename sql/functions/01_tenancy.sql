@@ -232,3 +232,28 @@ comment on function pgmem.drop_tenant(text) is
 
 revoke all on function pgmem.create_tenant(text, text), pgmem.create_tenant_login(text, text, name),
     pgmem.drop_tenant(text) from public;
+
+create or replace function pgmem.tenant_summary()
+returns table (tenant_id text, display_name text, login_roles name[], subjects bigint,
+               active_memories bigint, created_at timestamptz)
+language sql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Row-level security applies: an app role sees its own tenant only.
+    select t.tenant_id, t.display_name,
+           coalesce((select pg_catalog.array_agg(l.role_name order by l.role_name)
+                     from pgmem._tenant_logins as l where l.tenant_id = t.tenant_id), '{}'),
+           (select pg_catalog.count(*) from pgmem.subjects as s where s.tenant_id = t.tenant_id),
+           (select pg_catalog.count(*) from pgmem.memories as m
+            where m.tenant_id = t.tenant_id and m.status = 'active'),
+           t.created_at
+    from pgmem.tenants as t
+    order by t.tenant_id
+$$;
+
+comment on function pgmem.tenant_summary() is
+    'One row per visible tenant: login roles, subjects and active memories. Login roles need read access to pgmem._tenant_logins (admins).';
+
+revoke all on function pgmem.tenant_summary() from public;

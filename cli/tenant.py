@@ -1,0 +1,75 @@
+"""`pgmem tenant create|list|drop`."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated
+
+import psycopg
+import typer
+
+from pgmem.cli.common import DsnOption, JsonOption, console, database_errors, dsn_for, print_rows
+
+app = typer.Typer(help="Create, list and drop tenants.", no_args_is_help=True)
+
+TenantArg = Annotated[str, typer.Argument(help="Tenant name: a-z, 0-9, _ and -.")]
+
+
+@app.command()
+def create(
+    tenant: TenantArg,
+    login: Annotated[
+        bool, typer.Option("--login", help="Also create a login role bound to this tenant.")
+    ] = False,
+    role: Annotated[
+        str | None, typer.Option("--role", help="Login role name (default pgmem_t_<tenant>).")
+    ] = None,
+    password: Annotated[
+        str | None,
+        typer.Option("--password", envvar="PGMEM_TENANT_PASSWORD", help="Login password (default: generated)."),
+    ] = None,
+    display_name: Annotated[str | None, typer.Option("--name", help="Display name.")] = None,
+    dsn: DsnOption = None,
+) -> None:
+    """Create a tenant (idempotent); with --login, a role that sees only this tenant."""
+    with database_errors(), psycopg.connect(dsn_for(dsn)) as conn:
+        conn.execute("select pgmem.create_tenant(%s, %s)", (tenant, display_name))
+        console.print(f"tenant [bold]{tenant}[/bold] ready")
+        if login:
+            secret = password or secrets.token_urlsafe(18)
+            row = conn.execute(
+                "select pgmem.create_tenant_login(%s, %s, %s)", (tenant, secret, role)
+            ).fetchone()
+            assert row is not None
+            console.print(f"login role [bold]{row[0]}[/bold] bound to {tenant}")
+            if password is None:
+                console.print(f"password: {secret}  (shown once; store it now)", highlight=False)
+
+
+@app.command("list")
+def list_tenants(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
+    """List tenants with their login roles, subjects and active memories."""
+    with database_errors(), psycopg.connect(dsn_for(dsn)) as conn:
+        cur = conn.cursor(row_factory=psycopg.rows.dict_row)
+        rows = cur.execute("select * from pgmem.tenant_summary()").fetchall()
+    print_rows(
+        rows,
+        as_json=as_json,
+        title="tenants",
+        formatters={"login_roles": lambda v: ", ".join(v or [])},
+    )
+
+
+@app.command()
+def drop(
+    tenant: TenantArg,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    dsn: DsnOption = None,
+) -> None:
+    """Drop a tenant with every row it owns and its login roles."""
+    if not yes:
+        typer.confirm(f"Drop tenant {tenant} and all its memories?", abort=True)
+    with database_errors(), psycopg.connect(dsn_for(dsn)) as conn:
+        row = conn.execute("select pgmem.drop_tenant(%s)", (tenant,)).fetchone()
+        assert row is not None
+    console.print(f"tenant {tenant} dropped ({row[0]} memories removed)")
