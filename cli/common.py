@@ -30,7 +30,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print one clear error line; `raise fail(...)` ends the command."""
-    err_console.print(f"[red]error:[/red] {message}", highlight=False)
+    err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 

@@ -1,0 +1,149 @@
+-- The asynchronous write path: apps enqueue raw conversation turns with
+-- plain SQL; the Python worker claims them (FOR UPDATE SKIP LOCKED, woken
+-- by NOTIFY pgmem_inbox), extracts facts, embeds them and calls
+-- pgmem.remember in the same transaction that marks the job done, so a
+-- killed worker loses nothing and applies nothing twice.
+
+create or replace function pgmem.enqueue(
+    p_subject text,
+    p_messages jsonb,
+    p_session_id text default null,
+    p_agent_id text default null,
+    p_metadata jsonb default '{}',
+    p_occurred_at timestamptz default null
+)
+returns bigint
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tenant text := pgmem._require_tenant();
+    v_messages jsonb;
+    v_id bigint;
+begin
+    -- A bare string is one user message; an object is one message.
+    v_messages := case pg_catalog.jsonb_typeof(p_messages)
+        when 'string' then pg_catalog.jsonb_build_array(
+                               pg_catalog.jsonb_build_object('role', 'user', 'content', p_messages))
+        when 'object' then pg_catalog.jsonb_build_array(p_messages)
+        else p_messages end;
+    if v_messages is null or pg_catalog.jsonb_typeof(v_messages) <> 'array'
+       or pg_catalog.jsonb_array_length(v_messages) = 0
+       or exists (select from pg_catalog.jsonb_array_elements(v_messages) as m(msg)
+                  where pg_catalog.jsonb_typeof(m.msg) <> 'object'
+                     or pg_catalog.jsonb_typeof(m.msg -> 'content') is distinct from 'string') then
+        raise exception 'p_messages must be a non-empty JSON array of {"role", "content"} objects'
+            using errcode = 'PM040',
+                  hint = 'e.g. ''[{"role": "user", "content": "I prefer dark mode"}]'' or a JSON string.';
+    end if;
+    if p_metadata is null or pg_catalog.jsonb_typeof(p_metadata) <> 'object' then
+        raise exception 'p_metadata must be a JSON object' using errcode = 'PM040', hint = 'Pass ''{}'' for none.';
+    end if;
+    insert into pgmem.subjects (tenant_id, subject) values (v_tenant, p_subject)
+    on conflict do nothing;
+    insert into pgmem.inbox (tenant_id, job, subject, session_id, agent_id, payload)
+    values (v_tenant, 'turn', p_subject, p_session_id, p_agent_id,
+            pg_catalog.jsonb_build_object('messages', v_messages, 'metadata', p_metadata,
+                                          'occurred_at', p_occurred_at))
+    returning inbox_id into v_id;
+    perform pg_catalog.pg_notify('pgmem_inbox', v_tenant);
+    return v_id;
+end
+$$;
+
+comment on function pgmem.enqueue(text, jsonb, text, text, jsonb, timestamptz) is
+    'Queues a conversation turn (JSON array of {role, content}, or a string) for the worker to extract, embed and remember; returns the inbox id and wakes workers (NOTIFY pgmem_inbox).';
+
+create or replace function pgmem.claim_jobs(p_limit integer default 16, p_now timestamptz default null)
+returns setof pgmem.inbox
+language sql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Rows stay locked until the caller's transaction ends: the caller
+    -- marks them done or failed in that same transaction. RLS applies: a
+    -- BYPASSRLS worker serves every tenant, a tenant-bound one its own.
+    select i.*
+    from pgmem.inbox as i
+    where i.status = 'pending' and i.available_at <= coalesce(p_now, pg_catalog.now())
+    order by i.available_at, i.inbox_id
+    limit greatest(p_limit, 1)
+    for update skip locked
+$$;
+
+comment on function pgmem.claim_jobs(integer, timestamptz) is
+    'Locks up to p_limit pending inbox jobs that are due (FOR UPDATE SKIP LOCKED); finish each with pgmem.finish_job or pgmem.fail_job in the same transaction.';
+
+create or replace function pgmem.finish_job(p_tenant text, p_inbox_id bigint, p_result jsonb default '{}')
+returns void
+language sql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    update pgmem.inbox as i
+    set status = 'done', finished_at = pg_catalog.now(), attempts = i.attempts + 1,
+        payload = i.payload || pg_catalog.jsonb_build_object('result', p_result)
+    where i.tenant_id = p_tenant and i.inbox_id = p_inbox_id
+$$;
+
+comment on function pgmem.finish_job(text, bigint, jsonb) is
+    'Marks a claimed inbox job done and keeps what it did in payload.result.';
+
+create or replace function pgmem.fail_job(
+    p_tenant text,
+    p_inbox_id bigint,
+    p_error text,
+    p_max_attempts integer default 5,
+    p_now timestamptz default null
+)
+returns text
+language sql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Exponential backoff (2, 4, 8… seconds, capped at an hour); after
+    -- p_max_attempts the job is kept as failed with its error, never dropped.
+    update pgmem.inbox as i
+    set attempts = i.attempts + 1,
+        last_error = pg_catalog.left(p_error, 2000),
+        status = case when i.attempts + 1 >= p_max_attempts then 'failed' else 'pending' end,
+        finished_at = case when i.attempts + 1 >= p_max_attempts then pg_catalog.now() end,
+        available_at = coalesce(p_now, pg_catalog.now())
+                       + pg_catalog.make_interval(secs => least(pg_catalog.power(2, i.attempts + 1), 3600))
+    where i.tenant_id = p_tenant and i.inbox_id = p_inbox_id
+    returning i.status
+$$;
+
+comment on function pgmem.fail_job(text, bigint, text, integer, timestamptz) is
+    'Records a failed attempt of an inbox job: retried later with exponential backoff, marked failed after p_max_attempts. Returns the new status.';
+
+create or replace function pgmem.retry_failed_jobs(p_inbox_id bigint default null)
+returns bigint
+language sql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    with retried as (
+        update pgmem.inbox as i
+        set status = 'pending', attempts = 0, available_at = pg_catalog.now(), finished_at = null
+        where i.status = 'failed' and (p_inbox_id is null or i.inbox_id = p_inbox_id)
+        returning 1
+    )
+    select pg_catalog.count(*) from retried
+$$;
+
+comment on function pgmem.retry_failed_jobs(bigint) is
+    'Puts failed inbox jobs (all visible ones, or one id) back in the queue; returns how many.';
+
+revoke all on function pgmem.enqueue(text, jsonb, text, text, jsonb, timestamptz),
+    pgmem.claim_jobs(integer, timestamptz), pgmem.finish_job(text, bigint, jsonb),
+    pgmem.fail_job(text, bigint, text, integer, timestamptz), pgmem.retry_failed_jobs(bigint) from public;
+grant execute on function pgmem.enqueue(text, jsonb, text, text, jsonb, timestamptz),
+    pgmem.claim_jobs(integer, timestamptz), pgmem.finish_job(text, bigint, jsonb),
+    pgmem.fail_job(text, bigint, text, integer, timestamptz), pgmem.retry_failed_jobs(bigint) to pgmem_app;
