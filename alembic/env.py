@@ -9,9 +9,9 @@ passes the connection string and options through ``config.attributes``.
 from __future__ import annotations
 
 import psycopg
-from alembic import context
 from sqlalchemy import create_engine
 
+from alembic import context
 from pgmem.schema import VERSION_TABLE, declared_sql
 
 config = context.config

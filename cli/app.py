@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+
 from pgmem.cli import db, migrate, tenant
 
 app = typer.Typer(

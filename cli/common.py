@@ -20,7 +20,9 @@ err_console = Console(stderr=True)
 
 DsnOption = Annotated[
     str | None,
-    typer.Option("--dsn", envvar="PGMEM_DSN", help="PostgreSQL to use instead of the embedded server."),
+    typer.Option(
+        "--dsn", envvar="PGMEM_DSN", help="PostgreSQL to use instead of the embedded server."
+    ),
 ]
 TenantOption = Annotated[
     str, typer.Option("--tenant", "-t", envvar="PGMEM_TENANT", help="Tenant to act for.")
@@ -76,9 +78,7 @@ def print_rows(
         table.add_column(column)
     formatters = formatters or {}
     for row in rows:
-        table.add_row(
-            *(formatters.get(c, _cell)(row.get(c)) for c in columns)
-        )
+        table.add_row(*(formatters.get(c, _cell)(row.get(c)) for c in columns))
     console.print(table)
 
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import typer
-from pgmem.cli.common import DsnOption
 
 from pgmem import server
+from pgmem.cli.common import DsnOption
 from pgmem.config import Config
 
 app = typer.Typer(

@@ -6,22 +6,35 @@ from typing import Annotated
 
 import typer
 
-from pgmem.cli.common import DsnOption, JsonOption, console, database_errors, dsn_for, fail, print_rows
 from pgmem import schema
+from pgmem.cli.common import (
+    DsnOption,
+    JsonOption,
+    console,
+    database_errors,
+    dsn_for,
+    fail,
+    print_rows,
+)
 
 
 def migrate(
     dsn: DsnOption = None,
-    to: Annotated[str, typer.Option("--to", help="Target revision (head, base or an id).")] = "head",
+    to: Annotated[
+        str, typer.Option("--to", help="Target revision (head, base or an id).")
+    ] = "head",
     down: Annotated[
         bool, typer.Option("--down", help="Downgrade to --to (e.g. --down --to base).")
     ] = False,
     sql: Annotated[
-        bool, typer.Option("--sql", help="Print the SQL of an upgrade from scratch; change nothing.")
+        bool,
+        typer.Option("--sql", help="Print the SQL of an upgrade from scratch; change nothing."),
     ] = False,
     dims: Annotated[
         int | None,
-        typer.Option("--dims", min=1, max=16000, help="Embedding size, fixed by the first migration."),
+        typer.Option(
+            "--dims", min=1, max=16000, help="Embedding size, fixed by the first migration."
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -50,7 +63,9 @@ def show_status(dsn: str, as_json: bool) -> None:
         return
     revision = info["revision"] or "none (empty)"
     state = "at head" if info["revision"] == info["head"] else f"head is {info['head']}"
-    console.print(f"schema revision: [bold]{revision}[/bold] ({state}); embedding dims: {info['dims']}")
+    console.print(
+        f"schema revision: [bold]{revision}[/bold] ({state}); embedding dims: {info['dims']}"
+    )
     tables = info["tables"]
     assert isinstance(tables, list)
     if tables:
@@ -58,9 +73,7 @@ def show_status(dsn: str, as_json: bool) -> None:
     console.print(f"roles: {', '.join(info['roles']) or 'none'}")  # type: ignore[arg-type]
     extensions = info["extensions"]
     assert isinstance(extensions, dict)
-    console.print(
-        "extensions: " + (", ".join(f"{k} {v}" for k, v in extensions.items()) or "none")
-    )
+    console.print("extensions: " + (", ".join(f"{k} {v}" for k, v in extensions.items()) or "none"))
     if "pg_cron" in extensions:
         console.print("pg_cron: available in this database (pgmem.schedule() installs the jobs)")
     else:

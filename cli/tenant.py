@@ -26,7 +26,11 @@ def create(
     ] = None,
     password: Annotated[
         str | None,
-        typer.Option("--password", envvar="PGMEM_TENANT_PASSWORD", help="Login password (default: generated)."),
+        typer.Option(
+            "--password",
+            envvar="PGMEM_TENANT_PASSWORD",
+            help="Login password (default: generated).",
+        ),
     ] = None,
     display_name: Annotated[str | None, typer.Option("--name", help="Display name.")] = None,
     dsn: DsnOption = None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -21,7 +22,9 @@ def resolve_dsn(dsn: str | None = None, *, start: bool = True) -> str:
 
 
 @contextmanager
-def transaction(dsn: str, tenant: str | None = None) -> Iterator[psycopg.Connection]:
+def transaction(
+    dsn: str, tenant: str | None = None
+) -> Iterator[psycopg.Connection[dict[str, Any]]]:
     """One transaction; with ``tenant``, bound to it through pgmem.set_tenant."""
     with psycopg.connect(dsn, row_factory=dict_row) as conn, conn.transaction():
         if tenant is not None:

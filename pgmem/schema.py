@@ -6,10 +6,10 @@ import io
 from contextlib import redirect_stdout
 
 import psycopg
-from alembic import command
 from alembic.config import Config as AlembicConfig
 from alembic.script import ScriptDirectory
 
+from alembic import command
 from pgmem.paths import migrations_dir, sql_dir
 
 DEFAULT_DIMS = 384  # all-MiniLM-L6-v2, the offline embedding model
@@ -43,7 +43,9 @@ VERSION_TABLE = "pgmem_alembic_version"  # not alembic_version: the app may use 
 
 def current_revision(dsn: str) -> str | None:
     with psycopg.connect(dsn) as conn:
-        if conn.execute("select to_regclass(%s)", (f"public.{VERSION_TABLE}",)).fetchone() == (None,):
+        if conn.execute("select to_regclass(%s)", (f"public.{VERSION_TABLE}",)).fetchone() == (
+            None,
+        ):
             return None
         row = conn.execute(f"select version_num from public.{VERSION_TABLE}").fetchone()
         return row[0] if row else None
@@ -106,9 +108,10 @@ def status(dsn: str) -> dict[str, object]:
                 (["pgmem_admin", "pgmem_app", "pgmem_readonly", "pgmem_service"],),
             )
         ]
-        extensions = dict(
+        extensions: dict[str, str] = dict(
             conn.execute(
-                "select extname, extversion from pg_extension where extname in ('vector', 'pg_cron')"
+                "select extname, extversion from pg_extension"
+                " where extname in ('vector', 'pg_cron')"
             ).fetchall()
         )
         cron_database = conn.execute(

@@ -51,7 +51,9 @@ def template_db(server_dsn: str) -> Iterator[str]:
             "select rolname from pg_roles where rolname like %s", (TEST_ROLE_PREFIX + "%",)
         ).fetchall()
         for (role,) in roles:
-            conn.execute(psycopg.sql.SQL("drop role if exists {}").format(psycopg.sql.Identifier(role)))
+            conn.execute(
+                psycopg.sql.SQL("drop role if exists {}").format(psycopg.sql.Identifier(role))
+            )
 
 
 @pytest.fixture
@@ -121,7 +123,9 @@ def login_role(
         password = uuid.uuid4().hex
         admin.execute(
             psycopg.sql.SQL("create role {} login password {} in role {}").format(
-                psycopg.sql.Identifier(role), psycopg.sql.Literal(password), psycopg.sql.Identifier(member_of)
+                psycopg.sql.Identifier(role),
+                psycopg.sql.Literal(password),
+                psycopg.sql.Identifier(member_of),
             )
         )
         conn = psycopg.connect(make_conninfo(dsn, user=role, password=password), autocommit=True)

@@ -11,14 +11,15 @@ from pgmem import schema
 # Everything a DBA or an attacker could tell apart between two databases:
 # columns, constraints, indexes, policies, grants, functions, triggers, views.
 SNAPSHOT = """
-select 'column' as kind, format('%s.%s %s %s %s %s', c.relname, a.attname, format_type(a.atttypid, a.atttypmod),
-       a.attnotnull, pg_get_expr(d.adbin, d.adrelid), a.attgenerated) as item
+select 'column' as kind, format('%s.%s %s %s %s %s', c.relname, a.attname,
+       format_type(a.atttypid, a.atttypmod), a.attnotnull, pg_get_expr(d.adbin, d.adrelid),
+       a.attgenerated) as item
 from pg_attribute a join pg_class c on c.oid = a.attrelid
 left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
 where c.relnamespace = 'pgmem'::regnamespace and a.attnum > 0 and not a.attisdropped
 union all
-select 'relation', format('%s %s rls=%s force=%s acl=%s owner=%s', c.relname, c.relkind, c.relrowsecurity,
-       c.relforcerowsecurity, c.relacl, c.relowner::regrole)
+select 'relation', format('%s %s rls=%s force=%s acl=%s owner=%s', c.relname, c.relkind,
+       c.relrowsecurity, c.relforcerowsecurity, c.relacl, c.relowner::regrole)
 from pg_class c where c.relnamespace = 'pgmem'::regnamespace
 union all
 select 'constraint', format('%s %s %s', conrelid::regclass, conname, pg_get_constraintdef(oid))
@@ -42,7 +43,8 @@ select 'view', format('%s %s', c.relname, pg_get_viewdef(c.oid)) from pg_class c
 where c.relnamespace = 'pgmem'::regnamespace and c.relkind in ('v', 'm')
 union all
 select 'comment', format('%s %s', objoid::regprocedure, description) from pg_description
-where classoid = 'pg_proc'::regclass and objoid in (select oid from pg_proc where pronamespace = 'pgmem'::regnamespace)
+where classoid = 'pg_proc'::regclass
+  and objoid in (select oid from pg_proc where pronamespace = 'pgmem'::regnamespace)
 union all
 select 'schema', format('%s owner=%s acl=%s', nspname, nspowner::regrole, nspacl) from pg_namespace
 where nspname = 'pgmem'
@@ -101,7 +103,13 @@ def test_every_tenant_table_forces_rls_and_leads_with_tenant(admin: psycopg.Conn
         """
     ).fetchall()
     assert {t for t, _, _ in tables} == {
-        "tenants", "settings", "subjects", "memories", "memory_links", "memory_events", "inbox",
+        "tenants",
+        "settings",
+        "subjects",
+        "memories",
+        "memory_links",
+        "memory_events",
+        "inbox",
     }
     assert all(rls and forced for _, rls, forced in tables), tables
     # tenant_id leads every index of a tenant table, except HNSW (one column only).
@@ -138,7 +146,7 @@ def test_every_public_function_is_documented(admin: psycopg.Connection) -> None:
         ("用户喜欢深色主题", "深色", True),
         ("用户喜欢深色主题", "喜欢什么主题", True),
         ("用户喜欢深色主题", "浅色背景", False),
-        ("我住在上海，周末喜欢跑步", "上海", True),
+        ("我住在上海,周末喜欢跑步", "上海", True),
         ("Meeting with 张伟 in 北京 next Friday", "北京 meeting", True),
         ("Meeting with 张伟 in 北京 next Friday", "上海", False),
     ],

@@ -19,7 +19,8 @@ insert into pgmem.memories (tenant_id, memory_id, subject, kind, content)
                                    (%(t)s, %(id)s + 1, 'alice', 'episodic', 'event of ' || %(t)s);
 insert into pgmem.memory_links (tenant_id, from_id, to_id, link_type)
     values (%(t)s, %(id)s, %(id)s + 1, 'same_session');
-insert into pgmem.memory_events (tenant_id, memory_id, subject, event) values (%(t)s, %(id)s, 'alice', 'insert');
+insert into pgmem.memory_events (tenant_id, memory_id, subject, event)
+    values (%(t)s, %(id)s, 'alice', 'insert');
 insert into pgmem.inbox (tenant_id, job, subject) values (%(t)s, 'turn', 'alice');
 """
 
@@ -28,7 +29,9 @@ WRITABLE = ["subjects", "memories", "memory_links", "inbox"]
 
 
 @pytest.fixture
-def two_tenants(admin: psycopg.Connection, tenant_login: Login) -> tuple[psycopg.Connection, psycopg.Connection]:
+def two_tenants(
+    admin: psycopg.Connection, tenant_login: Login
+) -> tuple[psycopg.Connection, psycopg.Connection]:
     a = tenant_login("acme")
     b = tenant_login("bravo")
     for tenant, first_id in (("acme", 100), ("bravo", 200)):
@@ -53,10 +56,19 @@ def test_login_role_cannot_change_other_tenants_rows(
     two_tenants: tuple, admin: psycopg.Connection, table: str
 ) -> None:
     a, _ = two_tenants
-    before = admin.execute(f"select count(*) from pgmem.{table} where tenant_id = 'bravo'").fetchone()
-    assert a.execute(f"update pgmem.{table} set tenant_id = tenant_id where tenant_id = 'bravo'").rowcount == 0
+    before = admin.execute(
+        f"select count(*) from pgmem.{table} where tenant_id = 'bravo'"
+    ).fetchone()
+    assert (
+        a.execute(
+            f"update pgmem.{table} set tenant_id = tenant_id where tenant_id = 'bravo'"
+        ).rowcount
+        == 0
+    )
     assert a.execute(f"delete from pgmem.{table} where tenant_id = 'bravo'").rowcount == 0
-    after = admin.execute(f"select count(*) from pgmem.{table} where tenant_id = 'bravo'").fetchone()
+    after = admin.execute(
+        f"select count(*) from pgmem.{table} where tenant_id = 'bravo'"
+    ).fetchone()
     assert before == after
 
 
@@ -64,8 +76,10 @@ def test_login_role_cannot_change_other_tenants_rows(
     "statement",
     [
         "insert into pgmem.subjects (tenant_id, subject) values ('bravo', 'mallory')",
-        "insert into pgmem.memories (tenant_id, subject, kind, content) values ('bravo', 'alice', 'semantic', 'x')",
-        "insert into pgmem.memory_events (tenant_id, subject, event) values ('bravo', 'alice', 'insert')",
+        "insert into pgmem.memories (tenant_id, subject, kind, content)"
+        " values ('bravo', 'alice', 'semantic', 'x')",
+        "insert into pgmem.memory_events (tenant_id, subject, event)"
+        " values ('bravo', 'alice', 'insert')",
         "insert into pgmem.inbox (tenant_id, job) values ('bravo', 'turn')",
         "update pgmem.memories set tenant_id = 'bravo'",
     ],
@@ -79,7 +93,9 @@ def test_login_role_cannot_write_into_another_tenant(two_tenants: tuple, stateme
 def test_login_role_inserts_into_its_own_tenant_by_default(two_tenants: tuple) -> None:
     a, _ = two_tenants
     a.execute("insert into pgmem.subjects (subject) values ('carol')")
-    assert a.execute("select tenant_id from pgmem.subjects where subject = 'carol'").fetchone() == ("acme",)
+    assert a.execute("select tenant_id from pgmem.subjects where subject = 'carol'").fetchone() == (
+        "acme",
+    )
 
 
 def test_login_role_cannot_rebind_itself(two_tenants: tuple) -> None:
@@ -113,7 +129,9 @@ def test_history_is_append_only_for_the_app(two_tenants: tuple) -> None:
         a.execute("truncate pgmem.memory_events")
 
 
-def test_no_tenant_bound_sees_nothing_and_cannot_write(two_tenants: tuple, login_role: Login) -> None:
+def test_no_tenant_bound_sees_nothing_and_cannot_write(
+    two_tenants: tuple, login_role: Login
+) -> None:
     service = login_role("pgmem_service")
     for table in ["subjects", "memories", "memory_links", "memory_events", "inbox"]:
         assert tenants_seen(service, table) == set()
@@ -147,7 +165,9 @@ def test_plain_app_role_cannot_bind_a_tenant(two_tenants: tuple, login_role: Log
         app.execute("select pgmem.set_tenant('acme')")
 
 
-def test_readonly_reads_everything_and_writes_nothing(two_tenants: tuple, login_role: Login) -> None:
+def test_readonly_reads_everything_and_writes_nothing(
+    two_tenants: tuple, login_role: Login
+) -> None:
     ro = login_role("pgmem_readonly")
     assert tenants_seen(ro, "memories") == {"acme", "bravo"}
     for statement in [
@@ -161,13 +181,19 @@ def test_readonly_reads_everything_and_writes_nothing(two_tenants: tuple, login_
         ro.execute("select * from pgmem._tenant_logins")
 
 
-def test_drop_tenant_removes_every_row_and_its_login(two_tenants: tuple, admin: psycopg.Connection) -> None:
-    role = admin.execute("select role_name from pgmem._tenant_logins where tenant_id = 'acme'").fetchone()
+def test_drop_tenant_removes_every_row_and_its_login(
+    two_tenants: tuple, admin: psycopg.Connection
+) -> None:
+    role = admin.execute(
+        "select role_name from pgmem._tenant_logins where tenant_id = 'acme'"
+    ).fetchone()
     assert admin.execute("select pgmem.drop_tenant('acme')").fetchone() == (2,)
     for table in TABLES:
         assert "acme" not in tenants_seen(admin, table)
         assert "bravo" in tenants_seen(admin, table)
-    assert admin.execute("select count(*) from pg_roles where rolname = %s", role).fetchone() == (0,)
+    assert admin.execute("select count(*) from pg_roles where rolname = %s", role).fetchone() == (
+        0,
+    )
     with pytest.raises(psycopg.Error) as exc:
         admin.execute("select pgmem.drop_tenant('acme')")
     assert exc.value.sqlstate == "PM002"
@@ -184,8 +210,10 @@ def test_new_tenant_gets_default_settings(admin: psycopg.Connection) -> None:
     admin.execute("select pgmem.create_tenant('fresh')")
     same = admin.execute(
         """
-        select (to_jsonb(t) - 'tenant_id' - 'updated_at') = (to_jsonb(d) - 'tenant_id' - 'updated_at')
-        from pgmem.settings t, pgmem.settings d where t.tenant_id = 'fresh' and d.tenant_id = '_default'
+        select (to_jsonb(t) - 'tenant_id' - 'updated_at')
+               = (to_jsonb(d) - 'tenant_id' - 'updated_at')
+        from pgmem.settings t, pgmem.settings d
+        where t.tenant_id = 'fresh' and d.tenant_id = '_default'
         """
     ).fetchone()
     assert same == (True,)

@@ -6,7 +6,6 @@ Create Date: 2026-11-29
 """
 
 from alembic import context, op
-
 from pgmem.paths import sql_dir
 
 revision = "0001"
@@ -15,7 +14,15 @@ branch_labels = None
 depends_on = None
 
 # Tables whose rows belong to one tenant: RLS enabled and FORCED on each.
-TENANT_TABLES = ("tenants", "settings", "subjects", "memories", "memory_links", "memory_events", "inbox")
+TENANT_TABLES = (
+    "tenants",
+    "settings",
+    "subjects",
+    "memories",
+    "memory_links",
+    "memory_events",
+    "inbox",
+)
 
 ROLES = """
 do $$
