@@ -38,26 +38,33 @@ has_candidate() {  # package -> 0 when apt can install it
   [ -n "$c" ] && [ "$c" != "(none)" ]
 }
 
-# Fast path: a major that is already complete needs no apt at all.
-for m in 17 16 15; do
-  if ready "$m"; then log "PostgreSQL $m with pgvector and pg_cron is installed"; echo "/usr/lib/postgresql/$m/bin/pg_config"; exit 0; fi
-done
+choose() {  # sets major and build_vector from what apt offers
+  major="" build_vector=0
+  local m
+  for m in 18 17 16 15; do
+    if has_candidate "postgresql-$m-cron" && has_candidate "postgresql-$m-pgvector"; then major=$m; return; fi
+  done
+  for m in 18 17 16 15; do
+    if has_candidate "postgresql-$m-cron" && has_candidate "postgresql-server-dev-$m"; then
+      major=$m build_vector=1; return
+    fi
+  done
+}
 
 export DEBIAN_FRONTEND=noninteractive
-log "apt-get update"
-apt-get update -qq >&2
-
-major="" build_vector=0
-for m in 18 17 16 15; do
-  has_candidate "postgresql-$m-cron" || continue
-  if has_candidate "postgresql-$m-pgvector"; then major=$m; break; fi
-done
+# The package lists on disk usually answer; refresh them only when they don't.
+choose
 if [ -z "$major" ]; then
-  for m in 18 17 16 15; do
-    if has_candidate "postgresql-$m-cron" && has_candidate "postgresql-server-dev-$m"; then major=$m; build_vector=1; break; fi
-  done
+  log "apt-get update"
+  apt-get update -qq >&2
+  choose
 fi
 [ -n "$major" ] || die "apt offers no PostgreSQL major with both pg_cron and pgvector (binary or buildable); check /etc/apt/sources.list*"
+if ready "$major"; then
+  log "PostgreSQL $major with pgvector and pg_cron is installed"
+  echo "/usr/lib/postgresql/$major/bin/pg_config"
+  exit 0
+fi
 log "chose PostgreSQL $major (pgvector $([ $build_vector = 1 ] && echo 'built from Debian source' || echo 'from apt'))"
 
 pkgs=("postgresql-$major" "postgresql-client-$major" "postgresql-$major-cron")
@@ -66,6 +73,8 @@ if [ $build_vector = 1 ]; then
 else
   pkgs+=("postgresql-$major-pgvector")
 fi
+log "apt-get update"
+apt-get update -qq >&2
 log "apt-get install ${pkgs[*]}"
 # policy-rc.d keeps Debian from starting its own cluster service: pgmem runs its own.
 if [ ! -e /usr/sbin/policy-rc.d ]; then
