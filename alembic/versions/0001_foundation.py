@@ -172,7 +172,12 @@ create table pgmem.memories (
     constraint memories_triple_complete
         check (num_nulls(triple_subject, triple_predicate, triple_object) in (0, 3)),
     constraint memories_valid_range check (valid_to is null or valid_to >= valid_from)
-);
+)
+-- Room on each page for HOT updates: decay and recall rewrite unindexed
+-- columns (effective_importance, last_accessed_at, access_count), and a
+-- non-HOT update re-inserts the row into every index, HNSW included. 90
+-- leaves one spare row of ~2 KB (with a 384-d embedding) per page.
+with (fillfactor = 90);
 -- Exact duplicates cannot be active twice, whatever the writers do.
 create unique index memories_active_content on pgmem.memories (tenant_id, subject, content_hash)
     where status = 'active';

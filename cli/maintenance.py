@@ -1,0 +1,174 @@
+"""`pgmem maintain`, `pgmem schedule`, `pgmem jobs`: lifecycle maintenance.
+
+The work is in SQL (sql/functions/30_lifecycle.sql, 40_jobs.sql); these
+verbs call pgmem.run_job, pgmem.schedule/unschedule and read pgmem.job_runs.
+They need a pgmem_admin member (or superuser) DSN: a tenant role calls
+pgmem.decay(), pgmem.archive()… in SQL on its own memories instead.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import psycopg
+import typer
+from psycopg.rows import dict_row
+
+from pgmem.cli.common import (
+    DsnOption,
+    JsonOption,
+    console,
+    database_errors,
+    dsn_for,
+    fail,
+    print_rows,
+)
+
+JOB_NAMES = "select pgmem._job_names() as jobs"
+# p_now NULL would mean "no clock", so an absent --now becomes now().
+RUN_JOB = "select * from pgmem.run_job(%(job)s, coalesce(%(now)s::timestamptz, now()), %(tenant)s)"
+CRON_PLAN = "select job, schedule from pgmem.cron_plan()"
+SCHEDULE = "select job, jobname, schedule, command, jobid from pgmem.schedule(%s, %s, %s, %s)"
+UNSCHEDULE = "select pgmem.unschedule() as removed"
+HAS_PG_CRON = "select exists (select from pg_extension where extname = 'pg_cron') as here"
+SCHEDULED_JOBS = "select * from pgmem.scheduled_jobs()"
+RECENT_RUNS = """
+select run_id, job, tenant_id, status, counts, message, started_at, duration_ms
+from pgmem.job_runs
+where %(job)s::text is null or job = %(job)s
+order by run_id desc
+limit %(limit)s
+"""
+
+RUN_COLUMNS = [
+    "run_id",
+    "job",
+    "tenant_id",
+    "status",
+    "counts",
+    "started_at",
+    "duration_ms",
+    "message",
+]
+RUN_FORMAT = {
+    "counts": lambda v: ", ".join(f"{k}={n}" for k, n in (v or {}).items()),
+    "started_at": lambda v: f"{v:%Y-%m-%d %H:%M:%S}" if v else "",
+    "duration_ms": lambda v: f"{v:.0f} ms" if v is not None else "",
+}
+OFF = "off"
+
+
+def _connect(dsn: str | None) -> psycopg.Connection[dict[str, Any]]:
+    # Autocommit: each job is its own transaction, so its advisory lock ends
+    # with it and one job's work is kept even if a later one fails.
+    return psycopg.connect(dsn_for(dsn), autocommit=True, row_factory=dict_row)
+
+
+def maintain(
+    job: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--job",
+            "-j",
+            help="Job to run (repeatable): archive, decay, capacity, purge. Default: all.",
+        ),
+    ] = None,
+    tenant: Annotated[
+        str | None, typer.Option("--tenant", "-t", help="Only this tenant (default: every tenant).")
+    ] = None,
+    now: Annotated[
+        str | None,
+        typer.Option("--now", help="Run as of this time (ISO 8601), e.g. to catch up or test."),
+    ] = None,
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run maintenance now: archive, decay, capacity, purge (each recorded in pgmem.job_runs)."""
+    with database_errors(), _connect(dsn) as conn:
+        row = conn.execute(JOB_NAMES).fetchone()
+        assert row is not None
+        jobs = job or list(row["jobs"])
+        runs = [
+            conn.execute(RUN_JOB, {"job": name, "now": now, "tenant": tenant}).fetchone()
+            for name in jobs
+        ]
+    rows = [r for r in runs if r is not None]
+    print_rows(
+        rows,
+        as_json=as_json,
+        title="maintenance runs",
+        columns=RUN_COLUMNS,
+        formatters=RUN_FORMAT,
+    )
+    failed = [r["job"] for r in rows if r["status"] == "failed"]
+    if failed:
+        raise fail(f"failed: {', '.join(failed)} (see the message column)")
+
+
+def schedule(
+    decay: Annotated[
+        str | None, typer.Option("--decay", help="Cron schedule of decay, or 'off'.")
+    ] = None,
+    archive: Annotated[
+        str | None, typer.Option("--archive", help="Cron schedule of archive, or 'off'.")
+    ] = None,
+    capacity: Annotated[
+        str | None, typer.Option("--capacity", help="Cron schedule of capacity, or 'off'.")
+    ] = None,
+    purge: Annotated[
+        str | None, typer.Option("--purge", help="Cron schedule of purge, or 'off'.")
+    ] = None,
+    remove: Annotated[
+        bool, typer.Option("--remove", help="Remove every pgmem job from pg_cron instead.")
+    ] = False,
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Install (or update) the pg_cron jobs; defaults: decay hourly, the others nightly."""
+    with database_errors(), _connect(dsn) as conn:
+        if remove:
+            row = conn.execute(UNSCHEDULE).fetchone()
+            assert row is not None
+            console.print(f"removed {row['removed']} pg_cron job(s)")
+            return
+        # Options left out keep the defaults declared in SQL (pgmem.cron_plan).
+        defaults = {r["job"]: r["schedule"] for r in conn.execute(CRON_PLAN).fetchall()}
+        given = {"decay": decay, "archive": archive, "capacity": capacity, "purge": purge}
+        chosen = [
+            None if value == OFF else (value or defaults[name]) for name, value in given.items()
+        ]
+        rows = conn.execute(SCHEDULE, chosen).fetchall()
+    print_rows(rows, as_json=as_json, title="pg_cron jobs")
+
+
+def jobs(
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many recent runs.")] = 20,
+    job: Annotated[str | None, typer.Option("--job", "-j", help="Only runs of this job.")] = None,
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show the scheduled pg_cron jobs and the latest recorded runs."""
+    with database_errors(), _connect(dsn) as conn:
+        here = conn.execute(HAS_PG_CRON).fetchone()
+        scheduled = conn.execute(SCHEDULED_JOBS).fetchall()
+        runs = conn.execute(RECENT_RUNS, {"job": job, "limit": limit}).fetchall()
+    if as_json:
+        json.dump({"scheduled": scheduled, "runs": runs}, sys.stdout, default=str, indent=2)
+        sys.stdout.write("\n")
+        return
+    if here and here["here"]:
+        print_rows(scheduled, as_json=False, title="scheduled (pg_cron)")
+    else:
+        console.print(
+            "pg_cron is not installed in this database (see `pgmem schedule`); "
+            "run `pgmem maintain` from your own scheduler."
+        )
+    print_rows(
+        runs,
+        as_json=False,
+        title="recent runs",
+        columns=RUN_COLUMNS,
+        formatters=RUN_FORMAT,
+    )

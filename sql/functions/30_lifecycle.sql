@@ -1,0 +1,445 @@
+-- Lifecycle: decay, archive, capacity, purge and restore.
+--
+-- Each maintenance function is one set-based statement over every tenant
+-- the caller can see, each tenant with its own settings (a join on
+-- pgmem.settings): a BYPASSRLS role (superuser, pgmem_admin, the job
+-- runner in 40_jobs.sql) covers all tenants, a tenant-bound role only its
+-- own (RLS). Every time-dependent function takes p_now so tests and
+-- operators can move the clock.
+--
+-- Rows are claimed with FOR NO KEY UPDATE SKIP LOCKED: maintenance never
+-- waits on a row a writer (or a tenant session) holds, two runs cannot
+-- deadlock, and a skipped row is simply handled by the next run. NO KEY
+-- UPDATE (what an UPDATE of non-key columns takes) leaves foreign-key
+-- checks of concurrent memory_links inserts unblocked.
+
+-- Half-life and decay rate per tenant and memory kind, with the tenant's
+-- thresholds: the one place that maps settings columns to kinds.
+create or replace view pgmem._decay_policy
+with (security_invoker = true)
+as
+select
+    s.tenant_id,
+    k.kind,
+    k.half_life,
+    -- λ = ln 2 / half-life, per second (date_part keeps this in float8).
+    pg_catalog.ln(2::double precision) / pg_catalog.date_part('epoch', k.half_life) as decay_per_second,
+    s.archive_threshold,
+    s.capacity_per_subject,
+    s.purge_grace
+from pgmem.settings as s
+cross join lateral (
+    values ('episodic', s.half_life_episodic),
+           ('semantic', s.half_life_semantic),
+           ('preference', s.half_life_preference),
+           ('procedural', s.half_life_procedural)
+) as k (kind, half_life);
+
+comment on view pgmem._decay_policy is
+    'Per tenant and memory kind: half-life, decay rate per second (ln 2 / half-life) and the tenant''s archive threshold, capacity and purge grace (internal).';
+
+-- No SET clause on purpose: a function with SET is never inlined, and this
+-- one runs once per row in every decay/archive/capacity statement. Inlined,
+-- it costs nothing; as a call it would cost a function invocation per row.
+-- The body names the schema of every function and operator instead (least
+-- and greatest are syntax, not functions), so the caller's search_path cannot
+-- change what it means.
+create or replace function pgmem._decayed(
+    p_importance real,
+    p_decay_per_second double precision,
+    p_last_access timestamptz,
+    p_now timestamptz
+)
+returns real
+language sql
+immutable parallel safe
+security invoker
+as $$
+    -- importance · exp(−λ·t), t = seconds since last access (never negative).
+    -- One expression (no FROM) so the planner can inline it. Neither exp()
+    -- nor the cast to real may underflow (PostgreSQL raises an error), so
+    -- the exponent stops at 27 (2e-12 of the importance, far below any
+    -- threshold) and importances under 1e-6 count as 0.
+    select case when p_importance operator(pg_catalog.<) 1e-6::real then 0::real
+                else (p_importance::double precision operator(pg_catalog.*) pg_catalog.exp(
+                          operator(pg_catalog.-) least(
+                              p_decay_per_second operator(pg_catalog.*) greatest(
+                                  pg_catalog.date_part('epoch', p_now operator(pg_catalog.-) p_last_access),
+                                  0::double precision),
+                              27::double precision)))::real
+           end
+$$;
+
+comment on function pgmem._decayed(real, double precision, timestamptz, timestamptz) is
+    'importance · exp(−λ · seconds since last access), λ = ln 2 / half-life (internal; inlined into the lifecycle statements).';
+
+create or replace function pgmem._maintenance_scope(p_tenant text)
+returns text
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tenant text;
+begin
+    if pgmem._bypasses_rls() then
+        return p_tenant;  -- NULL: every tenant
+    end if;
+    -- A tenant-bound role maintains its own rows only: RLS already hides
+    -- the rest, but asking for another tenant is an error, not a silent 0.
+    v_tenant := pgmem._require_tenant();
+    if p_tenant is not null and p_tenant <> v_tenant then
+        raise exception 'role % acts for tenant %, not for p_tenant = %', current_user, v_tenant, p_tenant
+            using errcode = '42501',
+                  hint = 'Omit p_tenant: a tenant role maintains its own memories only. '
+                         'Cross-tenant maintenance runs as pgmem_admin (pgmem.run_job).';
+    end if;
+    return v_tenant;
+end
+$$;
+
+comment on function pgmem._maintenance_scope(text) is
+    'Tenant a maintenance call works on: p_tenant (NULL = all) for BYPASSRLS roles; the bound tenant for everyone else, 42501 when p_tenant names another (internal).';
+
+-- Stored effective importance moves only when it changes by at least this
+-- much. Recall weighs importance 0.2 by default, so a 0.01 lag moves a
+-- score by at most 0.002; in exchange an hourly decay rewrites a row every
+-- few hours (episodic) to days (semantic) instead of every hour. Archive
+-- and capacity compute the exact value themselves and do not depend on it.
+create or replace function pgmem._decay_step()
+returns real
+language sql
+immutable parallel safe
+security invoker
+as $$
+    select 0.01::real
+$$;
+
+comment on function pgmem._decay_step() is
+    'Smallest change of effective importance that decay writes (0.01; see 30_lifecycle.sql for why). Inlined, hence no SET clause (internal).';
+
+create or replace function pgmem.decay(
+    p_now timestamptz default pg_catalog.now(),
+    p_tenant text default null
+)
+returns bigint
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tenant text := pgmem._maintenance_scope(p_tenant);
+    v_updated bigint;
+begin
+    -- Only rows whose value moves by _decay_step() are written: most rows
+    -- are left alone on most runs (no new row version, no WAL), and the
+    -- ones written can be HOT updates (no indexed column changes, and the
+    -- table keeps free space per page for them). NULL means "not decayed yet",
+    -- i.e. the importance itself, so fresh memories are not written until
+    -- they have decayed by a step. Pinned memories do not decay: their
+    -- effective importance is their importance (reset here if they were
+    -- pinned after decaying).
+    with due as (
+        select m.tenant_id, m.memory_id, v.value
+        from pgmem.memories as m
+        join pgmem._decay_policy as p on p.tenant_id = m.tenant_id and p.kind = m.kind
+        cross join lateral (
+            select case when m.pinned then m.importance
+                        else pgmem._decayed(m.importance, p.decay_per_second, m.last_accessed_at, p_now)
+                   end as value
+        ) as v
+        where m.status = 'active'
+          and (v_tenant is null or m.tenant_id = v_tenant)
+          and (pg_catalog.abs(coalesce(m.effective_importance, m.importance) - v.value) >= pgmem._decay_step()
+               or (m.pinned and m.effective_importance <> m.importance))
+        for no key update of m skip locked
+    )
+    update pgmem.memories as m
+    set effective_importance = d.value
+    from due as d
+    where m.tenant_id = d.tenant_id and m.memory_id = d.memory_id;
+    get diagnostics v_updated = row_count;
+    return v_updated;
+end
+$$;
+
+comment on function pgmem.decay(timestamptz, text) is
+    'Decays effective importance of active memories: importance · exp(−λ·time since last access), λ = ln 2 / half_life_<kind> from the tenant''s settings; pinned memories keep their importance. Writes only rows that change by ≥ 0.01 (NULL counts as the undecayed importance); returns how many. p_tenant (BYPASSRLS roles) limits it to one tenant.';
+
+create or replace function pgmem.archive(
+    p_now timestamptz default pg_catalog.now(),
+    p_tenant text default null,
+    out weak bigint,
+    out expired bigint
+)
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tenant text := pgmem._maintenance_scope(p_tenant);
+begin
+    -- The score is computed here at p_now, so archival is exact whether or
+    -- not decay ran first. Pinned memories are never archived, expired or not.
+    with due as (
+        select m.tenant_id, m.memory_id, m.subject, v.score, p.archive_threshold,
+               m.expires_at is not null and m.expires_at <= p_now as is_expired
+        from pgmem.memories as m
+        join pgmem._decay_policy as p on p.tenant_id = m.tenant_id and p.kind = m.kind
+        cross join lateral (
+            select pgmem._decayed(m.importance, p.decay_per_second, m.last_accessed_at, p_now) as score
+        ) as v
+        where m.status = 'active'
+          and not m.pinned
+          and (v_tenant is null or m.tenant_id = v_tenant)
+          and (v.score < p.archive_threshold or m.expires_at <= p_now)
+        for no key update of m skip locked
+    ),
+    archived as (
+        update pgmem.memories as m
+        set status = 'archived', status_changed_at = p_now, effective_importance = d.score
+        from due as d
+        where m.tenant_id = d.tenant_id and m.memory_id = d.memory_id
+        returning d.*
+    ),
+    logged as (
+        insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
+        select a.tenant_id, a.memory_id, a.subject, 'archive',
+               pg_catalog.jsonb_build_object(
+                   'reason', case when a.is_expired then 'expired' else 'below_threshold' end,
+                   'score', a.score, 'threshold', a.archive_threshold),
+               p_now
+        from archived as a
+    )
+    select pg_catalog.count(*) filter (where not a.is_expired), pg_catalog.count(*) filter (where a.is_expired)
+    into weak, expired
+    from archived as a;
+end
+$$;
+
+comment on function pgmem.archive(timestamptz, text) is
+    'Archives active, unpinned memories whose decayed importance is below the tenant''s archive_threshold (weak) or whose expires_at has passed (expired): out of recall, still stored, restorable until purge. Logs an archive event per memory; returns both counts.';
+
+create or replace function pgmem.enforce_capacity(
+    p_now timestamptz default pg_catalog.now(),
+    p_tenant text default null,
+    out subjects bigint,
+    out evicted_archived bigint,
+    out evicted_active bigint
+)
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tenant text := pgmem._maintenance_scope(p_tenant);
+begin
+    -- A subject holds its active and archived memories (history rows —
+    -- superseded, merged — and deleted ones do not count). Over the cap,
+    -- the excess is evicted (status deleted, purged after the grace):
+    -- archived first (oldest archival first), then active ones that were
+    -- never recalled before recalled ones, lowest decayed importance (which
+    -- folds age and importance together) first. Pinned memories count
+    -- towards the cap but are never evicted.
+    with over_cap as (
+        select m.tenant_id, m.subject, pg_catalog.count(*) - s.capacity_per_subject as excess
+        from pgmem.memories as m
+        join pgmem.settings as s on s.tenant_id = m.tenant_id
+        where m.status in ('active', 'archived')
+          and (v_tenant is null or m.tenant_id = v_tenant)
+        group by m.tenant_id, m.subject, s.capacity_per_subject
+        having pg_catalog.count(*) > s.capacity_per_subject
+    ),
+    ranked as (
+        select m.tenant_id, m.memory_id, o.excess,
+               pg_catalog.row_number() over (
+                   partition by m.tenant_id, m.subject
+                   order by m.status = 'archived' desc,
+                            case when m.status = 'archived' then m.status_changed_at end,
+                            m.access_count > 0,
+                            pgmem._decayed(m.importance, p.decay_per_second, m.last_accessed_at, p_now),
+                            m.memory_id) as evict_rank
+        from over_cap as o
+        join pgmem.memories as m on m.tenant_id = o.tenant_id and m.subject = o.subject
+        join pgmem._decay_policy as p on p.tenant_id = m.tenant_id and p.kind = m.kind
+        where m.status in ('active', 'archived') and not m.pinned
+    ),
+    due as (
+        select m.tenant_id, m.memory_id, m.subject, m.status as old_status
+        from pgmem.memories as m
+        join ranked as r on r.tenant_id = m.tenant_id and r.memory_id = m.memory_id
+        where r.evict_rank <= r.excess
+        for no key update of m skip locked
+    ),
+    evicted as (
+        update pgmem.memories as m
+        set status = 'deleted', status_changed_at = p_now
+        from due as d
+        where m.tenant_id = d.tenant_id and m.memory_id = d.memory_id
+        returning d.*
+    ),
+    logged as (
+        insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
+        select e.tenant_id, e.memory_id, e.subject, 'evict',
+               pg_catalog.jsonb_build_object('reason', 'capacity', 'from', e.old_status), p_now
+        from evicted as e
+    )
+    select pg_catalog.count(distinct (e.tenant_id, e.subject)),
+           pg_catalog.count(*) filter (where e.old_status = 'archived'),
+           pg_catalog.count(*) filter (where e.old_status = 'active')
+    into subjects, evicted_archived, evicted_active
+    from evicted as e;
+end
+$$;
+
+comment on function pgmem.enforce_capacity(timestamptz, text) is
+    'Per-subject hard cap (settings.capacity_per_subject, default 2000 active + archived memories): evicts the excess — archived first, then never-recalled before recalled, lowest decayed importance first; never pinned. Evicted memories become deleted (purged after the grace) with an evict event. Returns subjects trimmed and evictions by former status.';
+
+create or replace function pgmem.purge(
+    p_now timestamptz default pg_catalog.now(),
+    p_tenant text default null,
+    out memories bigint,
+    out inbox bigint
+)
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tenant text := pgmem._maintenance_scope(p_tenant);
+begin
+    -- The grace period runs from status_changed_at: until then an archived
+    -- or deleted memory can still be restored or inspected. Links go with
+    -- the memory (foreign keys cascade); its history stays, plus a purge
+    -- event that keeps no content.
+    with due as (
+        select m.tenant_id, m.memory_id, m.subject, m.status, m.kind, m.status_changed_at
+        from pgmem.memories as m
+        join pgmem.settings as s on s.tenant_id = m.tenant_id
+        where m.status in ('archived', 'deleted')
+          and m.status_changed_at < p_now - s.purge_grace
+          and (v_tenant is null or m.tenant_id = v_tenant)
+        for update of m skip locked
+    ),
+    purged as (
+        delete from pgmem.memories as m
+        using due as d
+        where m.tenant_id = d.tenant_id and m.memory_id = d.memory_id
+        returning d.*
+    ),
+    logged as (
+        insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
+        select p.tenant_id, p.memory_id, p.subject, 'purge',
+               pg_catalog.jsonb_build_object('from', p.status, 'kind', p.kind,
+                                             'status_changed_at', p.status_changed_at),
+               p_now
+        from purged as p
+    )
+    select pg_catalog.count(*) into memories from purged;
+
+    -- Finished inbox rows keep the worker's result for the same grace.
+    with done as (
+        delete from pgmem.inbox as i
+        using pgmem.settings as s
+        where s.tenant_id = i.tenant_id
+          and i.status = 'done'
+          and coalesce(i.finished_at, i.created_at) < p_now - s.purge_grace
+          and (v_tenant is null or i.tenant_id = v_tenant)
+        returning 1
+    )
+    select pg_catalog.count(*) into inbox from done;
+end
+$$;
+
+comment on function pgmem.purge(timestamptz, text) is
+    'Hard-deletes archived and deleted memories whose status changed more than the tenant''s purge_grace (default 7 days) before p_now, logging a content-free purge event each, and finished (done) inbox rows older than the grace. Returns both counts.';
+
+create or replace function pgmem.restore(p_memory_id bigint, p_now timestamptz default pg_catalog.now())
+returns pgmem.memories
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tenant text := pgmem.current_tenant();
+    v_memory pgmem.memories;
+    v_duplicate bigint;
+    v_expired boolean;
+begin
+    -- RLS hides other tenants' memories: for a tenant role they are unknown.
+    -- With a tenant bound the lookup uses the primary key.
+    select m.* into v_memory
+    from pgmem.memories as m
+    where m.memory_id = p_memory_id and (v_tenant is null or m.tenant_id = v_tenant)
+    for no key update;
+    if not found then
+        raise exception 'unknown memory: p_memory_id = %', coalesce(p_memory_id::text, 'NULL')
+            using errcode = 'PM030',
+                  hint = 'It may have been purged or belong to another tenant; archived memories are listed by '
+                         'select memory_id, subject, content from pgmem.memories where status = ''archived''.';
+    end if;
+    if v_memory.status = 'active' then
+        return v_memory;  -- nothing to do: restoring twice is not an error
+    end if;
+    if v_memory.status <> 'archived' then
+        raise exception 'memory % is %, only archived memories can be restored (p_memory_id = %)',
+                        p_memory_id, v_memory.status, p_memory_id
+            using errcode = 'PM031',
+                  hint = case v_memory.status
+                      when 'deleted' then 'It was forgotten or evicted; remember it again if it is still true.'
+                      else 'Superseded and merged memories are history; the memory that replaced them is active.'
+                  end;
+    end if;
+    select m.memory_id into v_duplicate
+    from pgmem.memories as m
+    where m.tenant_id = v_memory.tenant_id and m.subject = v_memory.subject
+      and m.content_hash = v_memory.content_hash and m.status = 'active';
+    if found then
+        raise exception 'memory % has the same content as active memory % (p_memory_id = %)',
+                        p_memory_id, v_duplicate, p_memory_id
+            using errcode = 'PM032',
+                  hint = 'Use the active memory; the archived copy is purged after the grace period.';
+    end if;
+
+    -- Back in recall as if just used: otherwise the next archive run would
+    -- take it away again. A passed expiry is cleared for the same reason.
+    v_expired := v_memory.expires_at is not null and v_memory.expires_at <= p_now;
+    update pgmem.memories as m
+    set status = 'active',
+        status_changed_at = p_now,
+        last_accessed_at = greatest(m.last_accessed_at, p_now),
+        effective_importance = m.importance,
+        expires_at = case when v_expired then null else m.expires_at end
+    where m.tenant_id = v_memory.tenant_id and m.memory_id = v_memory.memory_id
+    returning m.* into v_memory;
+    insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
+    values (v_memory.tenant_id, v_memory.memory_id, v_memory.subject, 'restore',
+            pg_catalog.jsonb_build_object('from', 'archived', 'expiry_cleared', v_expired), p_now);
+    return v_memory;
+end
+$$;
+
+comment on function pgmem.restore(bigint, timestamptz) is
+    'Brings an archived memory back into recall (active, last access = p_now, a passed expiry cleared) and logs a restore event; returns the row. Unknown id: PM030; not archived: PM031; an active duplicate exists: PM032.';
+
+-- Tenant roles may maintain and restore their own memories (RLS confines
+-- them); pgmem_admin runs them across tenants.
+revoke all on function pgmem._decayed(real, double precision, timestamptz, timestamptz),
+    pgmem._decay_step(), pgmem._maintenance_scope(text),
+    pgmem.decay(timestamptz, text), pgmem.archive(timestamptz, text),
+    pgmem.enforce_capacity(timestamptz, text), pgmem.purge(timestamptz, text),
+    pgmem.restore(bigint, timestamptz) from public;
+grant execute on function pgmem._decayed(real, double precision, timestamptz, timestamptz),
+    pgmem._decay_step() to pgmem_app, pgmem_readonly;
+grant execute on function pgmem._maintenance_scope(text),
+    pgmem.decay(timestamptz, text), pgmem.archive(timestamptz, text),
+    pgmem.enforce_capacity(timestamptz, text), pgmem.purge(timestamptz, text),
+    pgmem.restore(bigint, timestamptz) to pgmem_app;
+revoke all on pgmem._decay_policy from public;
+grant select on pgmem._decay_policy to pgmem_app, pgmem_readonly;

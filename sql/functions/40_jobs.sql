@@ -1,0 +1,334 @@
+-- Scheduled maintenance: the job runner, pg_cron scheduling, job listing.
+--
+-- pgmem.run_job(job) is what pg_cron (or `pgmem maintain`, or any other
+-- scheduler) calls. It
+--   * returns at once on a replica (pg_is_in_recovery()), so the same cron
+--     setup is safe on every node; nothing is recorded there (read-only);
+--   * takes a transaction-level try-advisory-lock per job and, when another
+--     session holds it, records a 'skipped' run naming the holder instead
+--     of waiting or running twice (any role can take an advisory lock, so
+--     the name is there for an operator to see who blocks the job);
+--   * runs the set-based function of 30_lifecycle.sql over every tenant and
+--     records counts and duration in pgmem.job_runs ('ok', or 'failed' with
+--     the error: a failing job is recorded, not lost with a rollback).
+-- Who may call what:
+--   * pgmem.job_runs is cluster-wide history: pgmem_admin writes it (through
+--     run_job), pgmem_readonly reads it, tenant roles have no rights on it;
+--   * run_job, maintain, schedule and unschedule: pgmem_admin members only;
+--   * tenant roles call pgmem.decay(), archive(), enforce_capacity(),
+--     purge() and restore() directly; RLS confines those to their rows.
+
+create or replace function pgmem._job_names()
+returns text[]
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- In the order `pgmem maintain` runs them. Archive goes first: it
+    -- computes exact scores itself, so decay then does not rewrite rows that
+    -- are about to leave recall; capacity then finds the newly archived rows
+    -- to evict first; purge removes what the others set aside.
+    select array['archive', 'decay', 'capacity', 'purge']
+$$;
+
+comment on function pgmem._job_names() is
+    'The maintenance jobs pgmem.run_job knows, in the order pgmem.maintain runs them: archive, decay, capacity, purge (internal).';
+
+create or replace function pgmem._job_lock_key(p_job text)
+returns bigint
+language sql
+immutable parallel safe strict
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select pg_catalog.hashtextextended('pgmem.job.' || p_job, 0)
+$$;
+
+comment on function pgmem._job_lock_key(text) is
+    'Advisory lock key of a maintenance job (per database, since advisory locks are): pg_try_advisory_xact_lock(pgmem._job_lock_key(''decay'')) (internal).';
+
+create or replace function pgmem._job_lock_holder(p_job text)
+returns text
+language sql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- A bigint advisory key shows in pg_locks as classid = high 32 bits,
+    -- objid = low 32 bits, objsubid = 1.
+    -- xact_start is hidden from non-superusers for other roles' sessions.
+    select pg_catalog.format('pid %s (role %s%s)', l.pid, a.usename,
+                             ', since ' || a.xact_start::text)
+    from pg_catalog.pg_locks as l
+    left join pg_catalog.pg_stat_activity as a on a.pid = l.pid
+    where l.locktype = 'advisory' and l.granted and l.objsubid = 1
+      and l.database = (select d.oid from pg_catalog.pg_database as d where d.datname = pg_catalog.current_database())
+      and l.classid::bigint = (pgmem._job_lock_key(p_job) >> 32) & 4294967295
+      and l.objid::bigint = pgmem._job_lock_key(p_job) & 4294967295
+      and l.pid <> pg_catalog.pg_backend_pid()
+    limit 1
+$$;
+
+comment on function pgmem._job_lock_holder(text) is
+    'Which session holds a maintenance job''s advisory lock, for the message of a skipped run (internal).';
+
+create or replace function pgmem.run_job(
+    p_job text,
+    p_now timestamptz default pg_catalog.now(),
+    p_tenant text default null
+)
+returns pgmem.job_runs
+language plpgsql
+volatile
+-- security definer: the run must bypass RLS to cover every tenant in one
+-- statement, and BYPASSRLS is a role attribute that membership does not
+-- pass on. As its owner (pgmem_admin) the job works the same whichever
+-- login role pg_cron or an operator uses. Only pgmem_admin members may
+-- execute it (see the grants below), and they can SET ROLE pgmem_admin
+-- anyway, so it grants nothing new.
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_started timestamptz := pg_catalog.clock_timestamp();
+    v_status text := 'ok';
+    v_counts jsonb := '{}';
+    v_message text;
+    v_state text;
+    v_run pgmem.job_runs;
+begin
+    if p_job is null or not p_job = any (pgmem._job_names()) then
+        raise exception 'unknown pgmem job: p_job = %', coalesce(pg_catalog.quote_literal(p_job), 'NULL')
+            using errcode = 'PM035',
+                  hint = 'Jobs: ' || pg_catalog.array_to_string(pgmem._job_names(), ', ') || '.';
+    end if;
+    if p_tenant is not null and not exists (select from pgmem.tenants as t where t.tenant_id = p_tenant) then
+        raise exception 'unknown pgmem tenant: p_tenant = %', p_tenant
+            using errcode = 'PM002', hint = 'Omit p_tenant to maintain every tenant.';
+    end if;
+    if pg_catalog.pg_is_in_recovery() then
+        -- A standby cannot write job_runs: report the skip without a row.
+        v_run := row(null, p_job, p_tenant, 'skipped', '{}', 'read-only replica: maintenance runs on the primary',
+                     v_started, pg_catalog.clock_timestamp(), null);
+        return v_run;
+    end if;
+
+    if not pg_catalog.pg_try_advisory_xact_lock(pgmem._job_lock_key(p_job)) then
+        v_status := 'skipped';
+        v_message := 'another session is running this job: '
+                     || coalesce(pgmem._job_lock_holder(p_job), 'holder gone');
+    else
+        begin
+            v_counts := case p_job
+                when 'decay' then pg_catalog.jsonb_build_object('decayed', pgmem.decay(p_now, p_tenant))
+                when 'archive' then (select pg_catalog.to_jsonb(r) from pgmem.archive(p_now, p_tenant) as r)
+                when 'capacity' then (select pg_catalog.to_jsonb(r) from pgmem.enforce_capacity(p_now, p_tenant) as r)
+                when 'purge' then (select pg_catalog.to_jsonb(r) from pgmem.purge(p_now, p_tenant) as r)
+            end;
+            if p_job = 'purge' then
+                -- The run history is pruned with the rest; 90 days answers
+                -- "did the jobs run, how long did they take" with room to spare.
+                delete from pgmem.job_runs as j where j.started_at < p_now - interval '90 days';
+            end if;
+            if p_now <> pg_catalog.now() then
+                v_message := pg_catalog.format('as of %s (moved clock)', p_now);
+            end if;
+        exception when others then
+            -- The job's changes are rolled back to here; the failure is
+            -- recorded (and logged) instead of vanishing with the transaction.
+            get stacked diagnostics v_state = returned_sqlstate;
+            v_status := 'failed';
+            v_counts := pg_catalog.jsonb_build_object('sqlstate', v_state);
+            v_message := sqlerrm;
+            raise warning 'pgmem job % failed: % (SQLSTATE %)', p_job, sqlerrm, v_state;
+        end;
+    end if;
+
+    insert into pgmem.job_runs (job, tenant_id, status, counts, message, started_at, finished_at)
+    values (p_job, p_tenant, v_status, v_counts, v_message, v_started, pg_catalog.clock_timestamp())
+    returning * into v_run;
+    return v_run;
+end
+$$;
+
+comment on function pgmem.run_job(text, timestamptz, text) is
+    'Runs one maintenance job (decay, archive, capacity, purge) over every tenant (or p_tenant) under a try-advisory-lock, and records it in pgmem.job_runs: ok with counts, skipped (lock held elsewhere) or failed with the error. Returns the recorded row; on a replica returns a skipped row at once and records nothing. pgmem_admin only.';
+
+create or replace function pgmem.maintain(p_now timestamptz default pg_catalog.now(), p_tenant text default null)
+returns setof pgmem.job_runs
+language sql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select r.*
+    from pg_catalog.unnest(pgmem._job_names()) with ordinality as j (job, position)
+    cross join lateral pgmem.run_job(j.job, p_now, p_tenant) as r
+    order by j.position
+$$;
+
+comment on function pgmem.maintain(timestamptz, text) is
+    'Runs every maintenance job now, in order (archive, decay, capacity, purge), in the caller''s transaction; returns the recorded runs. `pgmem maintain` runs them one transaction each. pgmem_admin only.';
+
+create or replace function pgmem.cron_plan(
+    p_decay text default '7 * * * *',
+    p_archive text default '17 3 * * *',
+    p_capacity text default '27 3 * * *',
+    p_purge text default '37 3 * * *'
+)
+returns table (job text, jobname text, schedule text, command text)
+language sql
+immutable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Defaults: decay hourly; archive, capacity and purge once a day at
+    -- night, ten minutes apart so each sees the previous one's result.
+    -- Minute-level cron syntax only: pg_cron 1.4 (Debian 12) has no seconds.
+    select j.job, 'pgmem-' || j.job, j.schedule,
+           pg_catalog.format('select pgmem.run_job(%L)', j.job)
+    from (values (1, 'decay', p_decay), (2, 'archive', p_archive),
+                 (3, 'capacity', p_capacity), (4, 'purge', p_purge)) as j (position, job, schedule)
+    order by j.position
+$$;
+
+comment on function pgmem.cron_plan(text, text, text, text) is
+    'The pg_cron jobs pgmem.schedule() installs: job, cron job name, schedule (NULL = not scheduled) and command. Useful to schedule from another database with cron.schedule_in_database.';
+
+create or replace function pgmem._require_cron(p_for text)
+returns void
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_cron_db text := pg_catalog.current_setting('cron.database_name', true);
+    v_example text;
+begin
+    if exists (select from pg_catalog.pg_extension as e where e.extname = 'pg_cron') then
+        return;
+    end if;
+    select pg_catalog.string_agg(pg_catalog.format('select cron.schedule_in_database(%L, %L, %L, %L);',
+                                                   p.jobname || '-' || pg_catalog.current_database(),
+                                                   p.schedule, p.command, pg_catalog.current_database()), ' ')
+    into v_example
+    from pgmem.cron_plan() as p;
+    if v_cron_db is null then
+        raise exception '% needs pg_cron, which is not loaded on this server', p_for
+            using errcode = 'PM036',
+                  detail = 'pg_cron must be in shared_preload_libraries; it then runs jobs from the one '
+                           'database named by cron.database_name.',
+                  hint = 'Load pg_cron (`pgmem db start` does), or run `pgmem maintain` (select * from '
+                         'pgmem.maintain()) from your own scheduler: cron, a systemd timer, Kubernetes CronJob.';
+    end if;
+    raise exception '% needs pg_cron in this database, but pg_cron works in database "%" (cron.database_name), not "%"',
+                    p_for, v_cron_db, pg_catalog.current_database()
+        using errcode = 'PM036',
+              detail = pg_catalog.format('pg_cron runs jobs from one database per server, cron.database_name = %L; '
+                                         'pgmem installs the extension only there.', v_cron_db),
+              hint = pg_catalog.format('Connect to database %L and run: %s Or run `pgmem maintain` (select * from '
+                                       'pgmem.maintain()) from your own scheduler.', v_cron_db, v_example);
+end
+$$;
+
+comment on function pgmem._require_cron(text) is
+    'Returns when pg_cron is installed in this database; otherwise raises PM036 saying why (cron.database_name) and how to schedule maintenance instead (internal).';
+
+create or replace function pgmem.schedule(
+    p_decay text default '7 * * * *',
+    p_archive text default '17 3 * * *',
+    p_capacity text default '27 3 * * *',
+    p_purge text default '37 3 * * *'
+)
+returns table (job text, jobname text, schedule text, command text, jobid bigint)
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    perform pgmem._require_cron('pgmem.schedule()');
+    -- A job whose schedule is NULL is removed; the others are created or,
+    -- since cron.schedule upserts by job name, updated in place.
+    perform cron.unschedule(c.jobid)
+    from cron.job as c
+    join pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge) as p on p.jobname = c.jobname
+    where p.schedule is null and c.database = pg_catalog.current_database();
+    return query
+    select p.job, p.jobname, p.schedule, p.command,
+           case when p.schedule is not null then cron.schedule(p.jobname, p.schedule, p.command) end
+    from pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge) as p;
+end
+$$;
+
+comment on function pgmem.schedule(text, text, text, text) is
+    'Installs (or updates) the pg_cron jobs pgmem-decay (default hourly), pgmem-archive, pgmem-capacity and pgmem-purge (daily); a NULL schedule removes that job. Each runs pgmem.run_job as the calling role. Raises PM036 with a way out when pg_cron is not installed in this database.';
+
+create or replace function pgmem.unschedule()
+returns bigint
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_removed bigint;
+begin
+    perform pgmem._require_cron('pgmem.unschedule()');
+    -- In the select list, cron.unschedule runs only for rows the WHERE kept.
+    select pg_catalog.count(*) filter (where cron.unschedule(c.jobid)) into v_removed
+    from cron.job as c
+    where c.jobname in (select p.jobname from pgmem.cron_plan() as p)
+      and c.database = pg_catalog.current_database();
+    return v_removed;
+end
+$$;
+
+comment on function pgmem.unschedule() is
+    'Removes pgmem''s pg_cron jobs for this database; returns how many were removed.';
+
+create or replace function pgmem.scheduled_jobs()
+returns table (
+    jobid bigint, jobname text, schedule text, command text, database text, username text, active boolean,
+    last_start timestamptz, last_status text
+)
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- Empty, not an error, when pg_cron is not here or not readable: the
+    -- caller still has pgmem.job_runs (pgmem.last_job_runs).
+    if not exists (select from pg_catalog.pg_extension as e where e.extname = 'pg_cron')
+       or not pg_catalog.has_schema_privilege('cron', 'USAGE') then
+        return;
+    end if;
+    return query
+    select c.jobid, c.jobname::text, c.schedule, c.command, c.database, c.username, c.active,
+           d.start_time, d.status
+    from cron.job as c
+    left join lateral (
+        select r.start_time, r.status from cron.job_run_details as r
+        where r.jobid = c.jobid order by r.start_time desc nulls last limit 1
+    ) as d on true
+    where c.jobname like 'pgmem-%' and c.database = pg_catalog.current_database()
+    order by c.jobname;
+end
+$$;
+
+comment on function pgmem.scheduled_jobs() is
+    'pgmem''s pg_cron jobs for this database with their last start and status (cron.job_run_details); empty when pg_cron is not installed here or the caller may not read it.';
+
+revoke all on function pgmem._job_names(), pgmem._job_lock_key(text), pgmem._job_lock_holder(text),
+    pgmem.run_job(text, timestamptz, text), pgmem.maintain(timestamptz, text),
+    pgmem.cron_plan(text, text, text, text), pgmem._require_cron(text),
+    pgmem.schedule(text, text, text, text), pgmem.unschedule(), pgmem.scheduled_jobs() from public;
+grant execute on function pgmem._job_names(), pgmem._job_lock_key(text), pgmem._job_lock_holder(text),
+    pgmem.run_job(text, timestamptz, text), pgmem.maintain(timestamptz, text),
+    pgmem.cron_plan(text, text, text, text), pgmem._require_cron(text),
+    pgmem.schedule(text, text, text, text), pgmem.unschedule() to pgmem_admin;
+grant execute on function pgmem.cron_plan(text, text, text, text), pgmem.scheduled_jobs()
+    to pgmem_admin, pgmem_readonly;
