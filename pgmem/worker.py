@@ -1,0 +1,784 @@
+"""The ingest worker: drains ``pgmem.inbox`` and embeds what SQL wrote without vectors.
+
+What it does with each kind of work:
+
+- ``turn`` (queued by ``pgmem.enqueue``): extract facts from the messages (rules, plus
+  an LLM when one is configured), embed them, and call ``pgmem.remember`` for each;
+  text the extractor refused as prompt injection goes to ``pgmem.remember`` as well,
+  which rejects it and records the event (the database's check is the authoritative
+  one).
+- ``merge`` (queued by ``pgmem.remember`` for near-duplicates): merge the two facts'
+  texts (LLM, or the more specific one kept whole) and call ``pgmem.merge``.
+- ``embed`` pass: active memories written by plain SQL without an embedding
+  (``pgmem.claim_unembedded`` / ``pgmem.set_embedding``); no inbox row is involved.
+
+Transactions: one per batch. Jobs are claimed with ``pgmem.claim_jobs`` (FOR UPDATE
+SKIP LOCKED, so workers run side by side), each job runs in a savepoint with its
+tenant bound, and is marked done (``pgmem.finish_job``) or failed
+(``pgmem.fail_job``: exponential backoff, kept as ``failed`` after ``max_attempts``)
+in that same transaction, which commits once. A worker killed mid-batch commits
+nothing: its rows are pending again and the next worker applies them exactly once.
+Extraction and embedding of a whole batch happen up front (one embedding call), so
+the batch transaction holds its locks for the database work only.
+
+Waking: LISTEN ``pgmem_inbox`` on a separate autocommit connection (``pgmem.enqueue``
+notifies it); without a notification the worker still polls every ``poll_interval``
+seconds, which also picks up retries whose backoff has expired.
+
+Stopping: SIGTERM or SIGINT lets the current batch finish and commit, then ``run``
+returns. A second signal stops at once (the batch rolls back; nothing is lost).
+
+Tenants: by default the worker serves every tenant, which needs a role that bypasses
+row-level security and may bind tenants (a superuser, or a BYPASSRLS member of
+``pgmem_service``); each job runs with ``pgmem.set_tenant(<its tenant>)``. With
+``tenant=``, only that tenant's work is seen: a ``pgmem_service`` member binds it
+per transaction, a role that bypasses RLS first drops to ``pgmem_service`` (``SET
+ROLE``) so that RLS scopes the claims, and a tenant's own login role needs no
+binding at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any, Literal
+
+import psycopg
+from pgvector import Vector
+from pgvector.psycopg import register_vector
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from pgmem.embed import Embedder, embedder_from_env
+from pgmem.extract import ExtractionResult, Fact, LLMExtractor, extract, merge_facts
+
+__all__ = [
+    "APPLICATION_NAME",
+    "CHANNEL",
+    "DEFAULT_BATCH",
+    "DEFAULT_MAX_ATTEMPTS",
+    "DEFAULT_POLL_INTERVAL",
+    "BatchStats",
+    "Worker",
+    "WorkerError",
+    "WorkerStats",
+]
+
+log = logging.getLogger(__name__)
+
+# pgmem.enqueue notifies this channel with the tenant id.
+CHANNEL = "pgmem_inbox"
+# pgmem.claim_jobs' default. With the local model, batches of 16 and 64 turns ran at the
+# same rate (embedding dominates and costs the same per text either way); smaller
+# batches hold their row locks for less time and redo less after a crash.
+DEFAULT_BATCH = 16
+# Seconds between polls when no notification arrives: a lost notification (worker
+# restarted, listener reconnecting) or an expired backoff costs at most this much delay.
+DEFAULT_POLL_INTERVAL = 5.0
+# pgmem.fail_job's default: with its 2, 4, 8, 16 s backoff a job fails for good about
+# half a minute after its first attempt, long enough to ride out a restart.
+DEFAULT_MAX_ATTEMPTS = 5
+# Memories embedded per pass of the embed pass (one embedding call, one transaction).
+EMBED_PASS_LIMIT = 64
+# Threads asking the LLM about the turns of one batch at once; rules alone are CPU-bound
+# and run in the calling thread.
+LLM_CONCURRENCY = 8
+# Stop waiting this often to look at the stop flag (a signal does not interrupt the wait).
+_WAIT_SLICE = 0.5
+# After losing the database, wait 1, 2, 4 … seconds (at most this) before reconnecting.
+_RECONNECT_MAX_DELAY = 30.0
+# Characters of error text kept per failed attempt (fail_job keeps at most 2000).
+_TRACEBACK_CHARS = 1800
+APPLICATION_NAME = "pgmem worker"
+
+# ------------------------------------------------------------------- statements
+
+Q_SESSION = """
+select current_user as role, pgmem._bypasses_rls() as bypasses_rls,
+       pg_has_role(current_user, 'pgmem_service', 'MEMBER') as can_bind,
+       pgmem.current_tenant() as bound_tenant
+"""
+Q_DROP_TO_SERVICE = "set role pgmem_service"
+Q_SET_TENANT = "select pgmem.set_tenant(%(tenant)s)"
+Q_LISTEN = f"listen {CHANNEL}"
+Q_CLAIM_JOBS = "select * from pgmem.claim_jobs(%(limit)s)"
+Q_FINISH_JOB = "select pgmem.finish_job(%(tenant)s, %(inbox_id)s, %(result)s)"
+Q_FAIL_JOB = (
+    "select pgmem.fail_job(%(tenant)s, %(inbox_id)s, %(error)s, %(max_attempts)s) as status"
+)
+Q_REMEMBER = """
+select r.action, r.memory_id, r.related_id, r.similarity
+from pgmem.remember(
+    p_subject => %(subject)s::text,
+    p_content => %(content)s::text,
+    p_embedding => %(embedding)s::real[],
+    p_kind => %(kind)s::text,
+    p_importance => %(importance)s::real,
+    p_triple_subject => %(triple_subject)s::text,
+    p_triple_predicate => %(triple_predicate)s::text,
+    p_triple_object => %(triple_object)s::text,
+    p_session_id => %(session_id)s::text,
+    p_agent_id => %(agent_id)s::text,
+    p_source => %(source)s::text,
+    p_metadata => %(metadata)s::jsonb,
+    p_valid_from => %(valid_from)s::timestamptz
+) as r
+"""
+# Text the extractor refused is never stored, not even in history: the write path's
+# recorder keeps the rule, size and SHA-256. The database's own rule name wins when its
+# check (the authoritative one, pgmem.detect_injection) agrees.
+Q_REJECT = """
+select pgmem._reject(
+    pgmem._require_tenant(), %(subject)s::text, array[%(content)s::text],
+    array[coalesce(pgmem.detect_injection(%(content)s::text), %(reason)s::text)],
+    %(agent_id)s::text, pg_catalog.now()
+)
+"""
+Q_LOAD_MEMORIES = """
+select m.memory_id, m.content, m.status
+from pgmem.memories as m
+where m.tenant_id = %(tenant)s and m.memory_id = any(%(ids)s::bigint[])
+"""
+Q_MERGE = """
+select r.action, r.keep_id, r.other_id, r.content_changed
+from pgmem.merge(%(keep_id)s::bigint, %(other_id)s::bigint, %(content)s::text,
+                 %(embedding)s::real[]) as r
+"""
+Q_CLAIM_UNEMBEDDED = "select * from pgmem.claim_unembedded(%(limit)s)"
+Q_SET_EMBEDDING = (
+    "select pgmem.set_embedding(%(memory_id)s::bigint, %(embedding)s::real[], %(model)s::text)"
+)
+
+
+class WorkerError(RuntimeError):
+    """The worker cannot start: wrong role for the tenant mode asked for, and the like."""
+
+
+class JobError(ValueError):
+    """A job that can never succeed (malformed payload): failed at once, not retried."""
+
+
+# ------------------------------------------------------------------------- stats
+
+
+@dataclass
+class BatchStats:
+    """What one batch did."""
+
+    jobs: int = 0
+    done: int = 0
+    failed: int = 0  # attempts that failed (retried later, or failed for good)
+    facts: int = 0
+    actions: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass
+class WorkerStats:
+    """Totals of one :meth:`Worker.run`."""
+
+    batches: int = 0
+    jobs: int = 0
+    done: int = 0
+    failed: int = 0
+    facts: int = 0
+    embedded: int = 0
+    actions: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0  # serving, after the model was loaded
+
+    def add(self, batch: BatchStats) -> None:
+        self.batches += 1
+        self.jobs += batch.jobs
+        self.done += batch.done
+        self.failed += batch.failed
+        self.facts += batch.facts
+        for action, count in batch.actions.items():
+            self.actions[action] = self.actions.get(action, 0) + count
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "batches": self.batches,
+            "jobs": self.jobs,
+            "done": self.done,
+            "failed": self.failed,
+            "facts": self.facts,
+            "embedded": self.embedded,
+            "actions": dict(sorted(self.actions.items())),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+# -------------------------------------------------------------------------- jobs
+
+
+@dataclass
+class _Turn:
+    """A turn job, extracted and embedded before any SQL runs."""
+
+    result: ExtractionResult | None = None
+    vectors: list[list[float]] = field(default_factory=list)
+    error: BaseException | None = None
+
+
+@dataclass
+class _Merge:
+    """A merge job: which row to keep, and the merged text with its vector when it is new."""
+
+    keep_id: int | None = None
+    other_id: int | None = None
+    texts: tuple[str, str] | None = None  # (stored, new) when both rows are active
+    content: str | None = None
+    vector: list[float] | None = None
+    error: BaseException | None = None
+
+
+def _messages(payload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    messages = payload.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise JobError("turn payload has no 'messages' array")
+    if not all(isinstance(m, Mapping) and isinstance(m.get("content"), str) for m in messages):
+        raise JobError("turn payload 'messages' must be {role, content} objects")
+    return messages
+
+
+def _merge_ids(payload: Mapping[str, Any]) -> tuple[int, int]:
+    """(stored, new): pgmem.remember queues {memory_id: the new fact, related_id: the
+    stored one it is close to}."""
+    try:
+        return int(payload["related_id"]), int(payload["memory_id"])
+    except (KeyError, TypeError, ValueError):
+        raise JobError("merge payload needs memory_id and related_id") from None
+
+
+def _error_text(exc: BaseException) -> str:
+    """The error, where the worker was (innermost frames) and, for a database error, the
+    server's context, in that order of importance, for inbox.last_error."""
+    context = ""
+    if isinstance(exc, psycopg.Error) and exc.diag.message_primary:
+        diag = exc.diag
+        error = f"{type(exc).__module__}.{type(exc).__name__}: {diag.message_primary}"
+        error += f" [{exc.sqlstate}]" if exc.sqlstate else ""
+        error += f"\nHINT: {diag.message_hint}" if diag.message_hint else ""
+        context = f"\nCONTEXT: {diag.context.strip()}" if diag.context else ""
+    else:
+        error = "".join(traceback.format_exception_only(exc)).strip()
+    frames = "".join(traceback.format_tb(exc.__traceback__, limit=-4)).rstrip()
+    text = "\n".join(part for part in (error, frames) if part) + context
+    return text if len(text) <= _TRACEBACK_CHARS else text[: _TRACEBACK_CHARS - 1] + "…"
+
+
+def _vector(values: Sequence[float] | None) -> Vector | None:
+    return None if values is None else Vector(list(values))
+
+
+# ------------------------------------------------------------------------ worker
+
+Conn = psycopg.Connection[dict[str, Any]]
+
+
+class Worker:
+    """Claims inbox jobs in batches and writes what they hold through pgmem's SQL API.
+
+    ``embedder`` defaults to :func:`pgmem.embed.embedder_from_env`; ``llm`` to
+    :meth:`LLMExtractor.from_env` (None without OPENAI_* settings: rules only, and
+    merges keep the more specific fact); pass ``llm=None`` for no LLM.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        tenant: str | None = None,
+        batch: int = DEFAULT_BATCH,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        embedder: Embedder | None = None,
+        llm: LLMExtractor | Literal["env"] | None = "env",
+    ) -> None:
+        if batch < 1:
+            raise ValueError("batch must be at least 1")
+        if poll_interval <= 0:
+            raise ValueError("poll_interval must be positive")
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.dsn = dsn
+        self.tenant = tenant
+        self.batch = batch
+        self.poll_interval = poll_interval
+        self.max_attempts = max_attempts
+        self.embedder = embedder if embedder is not None else embedder_from_env()
+        self.llm = LLMExtractor.from_env() if llm == "env" else llm
+        self.stats = WorkerStats()
+        self._stop = threading.Event()
+        self._signals = 0
+        # False when the session's tenant is fixed (a tenant's login role).
+        self._bind_per_job = True
+
+    # ------------------------------------------------------------------ control
+
+    def request_stop(self) -> None:
+        """Finish the current batch, commit it, then return from :meth:`run`."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            # Second signal: stop now. The open batch rolls back; its jobs stay pending.
+            raise KeyboardInterrupt
+        log.info("%s: finishing the current batch, then exiting", signal.Signals(signum).name)
+        self.request_stop()
+
+    @contextmanager
+    def _signal_handlers(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signals reach the main thread only; call request_stop() instead
+            return
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    # -------------------------------------------------------------- connections
+
+    def connect(self) -> Conn:
+        """A connection for batches, with the tenant mode applied (see the module doc)."""
+        conn = psycopg.connect(
+            self.dsn, row_factory=dict_row, application_name=APPLICATION_NAME, autocommit=True
+        )
+        try:
+            register_vector(conn)
+            self._configure(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _configure(self, conn: Conn) -> None:
+        who = conn.execute(Q_SESSION).fetchone()
+        assert who is not None
+        role, bypasses, can_bind = who["role"], who["bypasses_rls"], who["can_bind"]
+        bound = who["bound_tenant"]
+        if bound is not None and not can_bind:
+            # A tenant's own login role: its tenant is fixed, nothing to bind.
+            if self.tenant not in (None, bound):
+                raise WorkerError(f"role {role} is bound to tenant {bound}, not {self.tenant}")
+            self.tenant = bound
+            self._bind_per_job = False
+            return
+        if not can_bind:
+            raise WorkerError(
+                f"role {role} cannot bind tenants: run the worker as a member of pgmem_service "
+                "(or a superuser), or as a tenant's own login role"
+            )
+        if self.tenant is None:
+            if not bypasses:
+                raise WorkerError(
+                    f"role {role} is subject to row-level security and sees one tenant at a "
+                    "time: pass --tenant, or serve all tenants as a role with BYPASSRLS"
+                )
+            return
+        if bypasses:
+            # RLS is what scopes pgmem.claim_jobs to one tenant; a role that bypasses
+            # it would claim every tenant's jobs.
+            conn.execute(Q_DROP_TO_SERVICE)
+            log.info("serving tenant %s only: acting as pgmem_service (was %s)", self.tenant, role)
+        with conn.transaction():
+            conn.execute(Q_SET_TENANT, {"tenant": self.tenant})  # PM002 now if it is unknown
+
+    def _listen(self) -> psycopg.Connection[Any]:
+        conn = psycopg.connect(self.dsn, autocommit=True, application_name=APPLICATION_NAME)
+        conn.execute(Q_LISTEN)
+        return conn
+
+    @contextmanager
+    def _transaction(self, conn: Conn) -> Iterator[None]:
+        """One batch transaction, bound to the worker's tenant when it has one."""
+        with conn.transaction():
+            if self.tenant is not None and self._bind_per_job:
+                conn.execute(Q_SET_TENANT, {"tenant": self.tenant})
+            yield
+
+    def _bind(self, conn: Conn, tenant: str) -> None:
+        if self._bind_per_job:
+            conn.execute(Q_SET_TENANT, {"tenant": tenant})
+
+    # --------------------------------------------------------------------- loop
+
+    def run(self, *, once: bool = False) -> WorkerStats:
+        """Work until stopped (SIGTERM/SIGINT or :meth:`request_stop`); with ``once``,
+        until no job is due and no memory lacks an embedding. Returns this run's totals."""
+        self.stats = WorkerStats()
+        delay = 1.0
+        with self._signal_handlers():
+            while not self.stopping:
+                try:
+                    self._serve(once=once)
+                    break
+                except psycopg.OperationalError as exc:
+                    if once:
+                        raise
+                    log.warning("lost the database (%s); reconnecting in %.0f s", exc, delay)
+                    self._stop.wait(delay)
+                    delay = min(delay * 2, _RECONNECT_MAX_DELAY)
+        return self.stats
+
+    def _serve(self, *, once: bool) -> None:
+        with self.connect() as conn, contextlib.ExitStack() as stack:
+            # Listen before the first claim, so nothing enqueued meanwhile goes unnoticed.
+            listener = None if once else stack.enter_context(self._listen())
+            # Connected and allowed to work: now load the model (seconds for the local
+            # one), before claiming anything.
+            load = getattr(self.embedder, "load", None)
+            if callable(load):
+                load()
+            started = time.monotonic()
+            stack.callback(self._add_time, started)
+            log.info(
+                "worker ready: %s, batch %d, %s",
+                f"tenant {self.tenant}" if self.tenant else "all tenants",
+                self.batch,
+                "draining once" if once else f"polling every {self.poll_interval:g} s",
+            )
+            next_embed_pass = 0.0
+            while not self.stopping:
+                jobs = self.run_batch(conn)
+                embedded = 0
+                # The embed pass scans for rows without a vector: run it once the queue is
+                # drained, or every poll interval while a backlog is being worked off.
+                if not self.stopping and (jobs < self.batch or time.monotonic() >= next_embed_pass):
+                    embedded = self.embed_pass(conn)
+                    next_embed_pass = time.monotonic() + self.poll_interval
+                if jobs >= self.batch or embedded >= EMBED_PASS_LIMIT:
+                    continue  # more may be waiting
+                if listener is None:
+                    if jobs == 0 and embedded == 0:
+                        return
+                    continue
+                self._wait(listener)
+
+    def _add_time(self, started: float) -> None:
+        self.stats.seconds += time.monotonic() - started
+
+    def _wait(self, listener: psycopg.Connection[Any]) -> None:
+        """Until a notification, the poll interval, or a stop request."""
+        deadline = time.monotonic() + self.poll_interval
+        while not self.stopping:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            if any(True for _ in listener.notifies(timeout=min(remaining, _WAIT_SLICE))):
+                return
+
+    # -------------------------------------------------------------------- batch
+
+    def run_batch(self, conn: Conn) -> int:
+        """Claim, process and commit one batch of inbox jobs; returns how many were claimed."""
+        stats = BatchStats()
+        started = time.monotonic()
+        with self._transaction(conn):
+            jobs = conn.execute(Q_CLAIM_JOBS, {"limit": self.batch}).fetchall()
+            if not jobs:
+                return 0
+            stats.jobs = len(jobs)
+            log.info(
+                "batch start: %d jobs (inbox ids %s..%s)",
+                len(jobs),
+                jobs[0]["inbox_id"],
+                jobs[-1]["inbox_id"],
+            )
+            prepared = self._prepare(conn, jobs)
+            # Each job's pgmem.remember locks its subject until the batch commits. Taking
+            # them in one global order keeps two workers' batches from deadlocking; the
+            # sort is stable, so a subject's turns still apply in queue order.
+            for job in sorted(jobs, key=lambda j: (j["tenant_id"], j["subject"] or "")):
+                self._run_job(conn, job, prepared[job["inbox_id"]], stats)
+        stats.seconds = time.monotonic() - started
+        self.stats.add(stats)
+        log.info(
+            "batch done: %d jobs, %d done, %d failed, %d facts %s in %.2f s",
+            stats.jobs,
+            stats.done,
+            stats.failed,
+            stats.facts,
+            stats.actions or "",
+            stats.seconds,
+        )
+        return stats.jobs
+
+    def _run_job(
+        self, conn: Conn, job: dict[str, Any], prepared: _Turn | _Merge | None, stats: BatchStats
+    ) -> None:
+        tenant, inbox_id = job["tenant_id"], job["inbox_id"]
+        try:
+            with conn.transaction():  # a savepoint: a failing job undoes only its own writes
+                self._bind(conn, tenant)
+                if isinstance(prepared, _Turn):
+                    result = self._remember_turn(conn, job, prepared)
+                elif isinstance(prepared, _Merge):
+                    result = self._merge(conn, prepared)
+                else:
+                    raise JobError(f"the worker does not handle {job['job']!r} jobs")
+                conn.execute(
+                    Q_FINISH_JOB, {"tenant": tenant, "inbox_id": inbox_id, "result": Jsonb(result)}
+                )
+        except Exception as exc:
+            if conn.broken:
+                raise  # the connection is gone, and the batch with it: nothing was applied
+            self._fail(conn, job, exc)
+            stats.failed += 1
+            return
+        stats.done += 1
+        stats.facts += int(result.get("facts", 0))
+        for action in result.get("actions", ()):
+            name = str(action.get("action"))
+            stats.actions[name] = stats.actions.get(name, 0) + 1
+
+    def _fail(self, conn: Conn, job: dict[str, Any], exc: Exception) -> None:
+        tenant, inbox_id, attempt = job["tenant_id"], job["inbox_id"], job["attempts"] + 1
+        # A malformed job cannot succeed later: this attempt is its last.
+        max_attempts = attempt if isinstance(exc, JobError) else self.max_attempts
+        with conn.transaction():
+            self._bind(conn, tenant)
+            row = conn.execute(
+                Q_FAIL_JOB,
+                {
+                    "tenant": tenant,
+                    "inbox_id": inbox_id,
+                    "error": _error_text(exc),
+                    "max_attempts": max_attempts,
+                },
+            ).fetchone()
+        final = row is not None and row["status"] == "failed"
+        log.warning(
+            "job %s (%s, tenant %s) attempt %d %s: %s: %s",
+            inbox_id,
+            job["job"],
+            tenant,
+            attempt,
+            "failed for good" if final else "failed, will be retried",
+            type(exc).__name__,
+            exc,
+        )
+
+    # ------------------------------------------------------------------ prepare
+
+    def _prepare(self, conn: Conn, jobs: list[dict[str, Any]]) -> dict[int, _Turn | _Merge | None]:
+        """Extract every turn and merge text of the batch, then embed them all in one call."""
+        prepared: dict[int, _Turn | _Merge | None] = {job["inbox_id"]: None for job in jobs}
+        turns = [job for job in jobs if job["job"] == "turn"]
+        merges = [job for job in jobs if job["job"] == "merge"]
+        for job in turns:
+            prepared[job["inbox_id"]] = _Turn()
+        for job in merges:
+            prepared[job["inbox_id"]] = self._load_merge(conn, job)
+
+        def think(job: dict[str, Any]) -> None:
+            item = prepared[job["inbox_id"]]
+            try:
+                if isinstance(item, _Turn):
+                    item.result = extract(_messages(job["payload"]), llm=self.llm)
+                elif isinstance(item, _Merge) and item.error is None and item.texts is not None:
+                    self._decide_merge(item, *item.texts)
+            except Exception as exc:
+                assert item is not None
+                item.error = exc
+
+        todo = turns + merges
+        if self.llm is not None and len(todo) > 1:
+            # Waiting on the LLM: ask about several jobs at once.
+            with ThreadPoolExecutor(min(LLM_CONCURRENCY, len(todo))) as pool:
+                list(pool.map(think, todo))
+        else:
+            for job in todo:
+                think(job)
+        self._embed_prepared([p for p in prepared.values() if p is not None])
+        return prepared
+
+    def _load_merge(self, conn: Conn, job: dict[str, Any]) -> _Merge:
+        item = _Merge()
+        try:
+            stored_id, new_id = _merge_ids(job["payload"])
+            with conn.transaction():
+                self._bind(conn, job["tenant_id"])
+                rows = {
+                    r["memory_id"]: r
+                    for r in conn.execute(
+                        Q_LOAD_MEMORIES, {"tenant": job["tenant_id"], "ids": [stored_id, new_id]}
+                    )
+                }
+        except Exception as exc:
+            if conn.broken:
+                raise
+            item.error = exc
+            return item
+        item.keep_id, item.other_id = stored_id, new_id
+        stored, new = rows.get(stored_id), rows.get(new_id)
+        if stored and new and stored["status"] == new["status"] == "active":
+            item.texts = (stored["content"], new["content"])
+        # Otherwise pgmem.merge says what happened (gone: PM022; merged or changed: skipped).
+        return item
+
+    def _decide_merge(self, item: _Merge, stored_text: str, new_text: str) -> None:
+        """Which row to keep, and its new text if the merge wrote one."""
+        merged = merge_facts(stored_text, new_text, llm=self.llm)
+        if merged == new_text and merged != stored_text:
+            # The new fact says more: keep its row as it is.
+            item.keep_id, item.other_id = item.other_id, item.keep_id
+        elif merged != stored_text:
+            item.content = merged
+
+    def _embed_prepared(self, items: list[_Turn | _Merge]) -> None:
+        texts: list[str] = []
+        for item in items:
+            if item.error is not None:
+                continue
+            if isinstance(item, _Turn) and item.result is not None:
+                texts.extend(fact.content for fact in item.result.facts)
+            elif isinstance(item, _Merge) and item.content is not None:
+                texts.append(item.content)
+        if not texts:
+            return
+        try:
+            vectors = iter(self.embedder.embed(texts))
+        except Exception as exc:
+            for item in items:
+                if item.error is None:
+                    item.error = exc
+            return
+        for item in items:
+            if item.error is not None:
+                continue
+            if isinstance(item, _Turn) and item.result is not None:
+                item.vectors = [next(vectors) for _ in item.result.facts]
+            elif isinstance(item, _Merge) and item.content is not None:
+                item.vector = next(vectors)
+
+    # -------------------------------------------------------------------- apply
+
+    def _remember_turn(self, conn: Conn, job: dict[str, Any], turn: _Turn) -> dict[str, Any]:
+        if turn.error is not None:
+            raise turn.error
+        assert turn.result is not None
+        if not job["subject"]:
+            raise JobError("turn job has no subject")
+        payload = job["payload"]
+        metadata = payload.get("metadata") or {}
+        if not isinstance(metadata, Mapping):
+            raise JobError("turn payload 'metadata' must be an object")
+        common = {
+            "subject": job["subject"],
+            "session_id": job["session_id"],
+            "agent_id": job["agent_id"],
+            "metadata": Jsonb(dict(metadata)),
+            "valid_from": payload.get("occurred_at"),
+        }
+        actions: list[dict[str, Any]] = []
+        for fact, vector in zip(turn.result.facts, turn.vectors, strict=True):
+            actions.append(self._remember(conn, fact, vector, common))
+        for rejected in turn.result.rejected:
+            conn.execute(
+                Q_REJECT,
+                {
+                    "subject": job["subject"],
+                    "content": rejected.text,
+                    "reason": rejected.reason,
+                    "agent_id": job["agent_id"],
+                },
+            )
+            actions.append({"action": "rejected", "reason": rejected.reason})
+        result: dict[str, Any] = {"facts": len(turn.result.facts), "actions": actions}
+        if turn.result.fallback_reason:
+            result["fallback_reason"] = turn.result.fallback_reason
+        return result
+
+    def _remember(
+        self, conn: Conn, fact: Fact, vector: list[float], common: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        triple = fact.triple or (None, None, None)
+        row = conn.execute(
+            Q_REMEMBER,
+            {
+                **common,
+                "content": fact.content,
+                "embedding": _vector(vector),
+                "kind": fact.kind,
+                "importance": fact.importance,
+                "source": fact.source,
+                "triple_subject": triple[0],
+                "triple_predicate": triple[1],
+                "triple_object": triple[2],
+            },
+        ).fetchone()
+        assert row is not None
+        return {k: v for k, v in row.items() if v is not None}
+
+    def _merge(self, conn: Conn, item: _Merge) -> dict[str, Any]:
+        if item.error is not None:
+            raise item.error
+        row = conn.execute(
+            Q_MERGE,
+            {
+                "keep_id": item.keep_id,
+                "other_id": item.other_id,
+                "content": item.content,
+                "embedding": _vector(item.vector),
+            },
+        ).fetchone()
+        assert row is not None
+        return {"actions": [dict(row)]}
+
+    # ---------------------------------------------------------------- embed pass
+
+    def embed_pass(self, conn: Conn) -> int:
+        """Embed active memories that have no vector; returns how many got one."""
+        embedded = 0
+        with self._transaction(conn):
+            rows = conn.execute(Q_CLAIM_UNEMBEDDED, {"limit": EMBED_PASS_LIMIT}).fetchall()
+            if not rows:
+                return 0
+            try:
+                vectors = self.embedder.embed([r["content"] for r in rows])
+            except Exception as exc:
+                log.warning("embed pass: %d memories left without embedding: %s", len(rows), exc)
+                return 0
+            for row, vector in zip(rows, vectors, strict=True):
+                try:
+                    with conn.transaction():
+                        self._bind(conn, row["tenant_id"])
+                        conn.execute(
+                            Q_SET_EMBEDDING,
+                            {
+                                "memory_id": row["memory_id"],
+                                "embedding": _vector(vector),
+                                "model": self.embedder.model,
+                            },
+                        )
+                except psycopg.Error as exc:
+                    if conn.broken:
+                        raise
+                    log.warning(
+                        "embed pass: memory %s of tenant %s: %s",
+                        row["memory_id"],
+                        row["tenant_id"],
+                        exc,
+                    )
+                else:
+                    embedded += 1
+        self.stats.embedded += embedded
+        log.info("embed pass: %d memories embedded", embedded)
+        return embedded
