@@ -1,0 +1,780 @@
+"""The Python client: :class:`Memory`, a thin layer over the ``pgmem.*`` SQL functions.
+
+Python does what the database cannot: it turns conversations into facts
+(:mod:`pgmem.extract`: rules, plus an LLM when one is configured) and texts into vectors
+(:mod:`pgmem.embed`). Everything else — deduplication, contradictions, scoring, decay,
+tenant isolation, history — happens in SQL, called through the named statements of
+:mod:`pgmem.queries`::
+
+    from pgmem import Memory
+
+    with Memory(tenant="acme") as memory:
+        memory.add("I moved to Berlin and I prefer dark mode", user_id="alice")
+        for hit in memory.search("where does she live?", user_id="alice"):
+            print(hit["content"], hit["score"], hit["relevance"], hit["recency"])
+
+Connections. ``Memory(dsn)`` opens one connection of its own (``dsn`` or
+``PGMEM_DSN``, else the embedded server) and runs each call in its own transaction.
+``Memory(conn=app_conn)``, or ``conn=`` on any call, uses the caller's psycopg
+connection instead: inside a transaction the caller has open, the call runs in a
+savepoint of it, so the memory write commits or rolls back with the app's own writes.
+A client is not meant to be shared between threads without ``conn=`` per call.
+
+Tenants. A per-tenant login role is bound to its tenant already: ``tenant`` may be
+omitted (if given, it must be that tenant). A ``pgmem_service`` member (or a superuser)
+has ``pgmem.set_tenant(tenant)`` called at the start of every transaction.
+
+Errors from the database come through as :mod:`psycopg` errors whose message and hint
+say what to fix; an unknown memory id raises :class:`MemoryNotFound`, and a role that
+cannot act for the requested tenant raises :class:`TenantError`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any, Literal, TypeAlias
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from pgmem import queries
+from pgmem.db import resolve_dsn
+from pgmem.embed import Embedder, embedder_from_env
+from pgmem.extract import KINDS, LLMExtractor, Mode, as_messages, extract
+
+__all__ = [
+    "AddResult",
+    "Connection",
+    "ImportRecordError",
+    "Memory",
+    "MemoryNotFound",
+    "Messages",
+    "Row",
+    "TenantError",
+]
+
+Row: TypeAlias = dict[str, Any]
+Rows: TypeAlias = list[Row]
+AddResult: TypeAlias = list[Row]
+Messages: TypeAlias = str | Sequence[Mapping[str, Any] | str]
+Connection: TypeAlias = psycopg.Connection[Any]
+# Records of an import on their way to one remember_many call: (position, item, pinned).
+_Batch: TypeAlias = list[tuple[int, Row, bool]]
+
+# SQLSTATEs meaning "this tenant has no memory with that id": the write path's
+# (10_write.sql, 15_client.sql), lifecycle's restore (30_lifecycle.sql) and the
+# worker functions' (65_worker.sql).
+NOT_FOUND_SQLSTATES = frozenset({"PM022", "PM030", "PM060"})
+
+# Memories per pgmem.remember_many call when importing: large enough that the
+# set-based insert of plainly new items dominates, small enough that a progress bar
+# moves and a bad record is reported close to where it is.
+IMPORT_BATCH = 256
+# Rows fetched per round trip while exporting (server-side cursor).
+EXPORT_FETCH = 500
+# How pgmem.remember_many names an item in its errors: p_items[3].content.
+_BATCH_ITEM = re.compile(r"p_items\[(\d+)\]\.?")
+
+
+class MemoryNotFound(LookupError):
+    """The bound tenant has no memory with this id (never existed, purged, or another tenant's)."""
+
+    def __init__(self, memory_id: int, message: str | None = None) -> None:
+        super().__init__(message or f"unknown memory id: {memory_id}")
+        self.memory_id = memory_id
+
+
+class TenantError(RuntimeError):
+    """The connection's role cannot act for the tenant the client was asked to use."""
+
+
+class ImportRecordError(ValueError):
+    """A record handed to :meth:`Memory.import_memories` cannot be imported."""
+
+    def __init__(self, position: int, message: str, *, last: int | None = None) -> None:
+        where = f"records {position}-{last}" if last is not None else f"record {position}"
+        super().__init__(f"{where}: {message}")
+        self.position = position  # 1-based, in the order the records were given
+        self.last = last  # for an error the database reports for a whole batch
+        self.reason = message
+
+
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    """One memory about to go to pgmem.remember_many."""
+
+    content: str
+    kind: str
+    importance: float | None
+    source: str
+    triple: tuple[str, str, str] | None = None
+    rejected_reason: str | None = None  # Python's safety filter refused it
+
+
+class Memory:
+    """Long-term memory of one tenant, stored and ranked by PostgreSQL.
+
+    :param dsn: where the database is; default ``PGMEM_DSN``, else the embedded server.
+    :param tenant: tenant to act for; optional for a per-tenant login role.
+    :param conn: a psycopg connection of the caller's to use instead of opening one.
+    :param embedder: an :class:`~pgmem.embed.Embedder`; default from the environment
+        (:func:`~pgmem.embed.embedder_from_env`), loaded on first use. ``False``
+        stores and searches text only (the worker embeds stored memories later).
+    :param llm: an :class:`~pgmem.extract.LLMExtractor` for :meth:`add`; default
+        :meth:`LLMExtractor.from_env` (none unless an endpoint is configured).
+        ``False`` keeps extraction with the rules.
+    :param extract_mode: ``hybrid``, ``llm`` or ``rules``; see :func:`pgmem.extract.extract`.
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        tenant: str | None = None,
+        conn: Connection | None = None,
+        embedder: Embedder | Literal[False] | None = None,
+        llm: LLMExtractor | Literal[False] | None = None,
+        extract_mode: Mode | None = None,
+    ) -> None:
+        if conn is not None and dsn is not None:
+            raise ValueError("pass either dsn or conn, not both")
+        self.tenant = tenant
+        self._dsn = dsn
+        self._conn = conn
+        self._own_conn: Connection | None = None
+        self._embedder_arg = embedder
+        self._embedder: Embedder | None = None
+        self._llm_arg = llm
+        self._llm: LLMExtractor | None = None
+        self._llm_loaded = False
+        self.extract_mode = extract_mode
+
+    def __repr__(self) -> str:
+        where = "caller's connection" if self._conn is not None else "own connection"
+        return f"Memory(tenant={self.tenant!r}, {where})"
+
+    # ------------------------------------------------------------ connections
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection this client opened (never the caller's)."""
+        if self._own_conn is not None:
+            self._own_conn.close()
+            self._own_conn = None
+
+    def _connection(self) -> Connection:
+        if self._conn is not None:
+            return self._conn
+        if self._own_conn is None or self._own_conn.closed:
+            # Autocommit: every call brackets itself in BEGIN/COMMIT (transaction()),
+            # and the connection never sits idle inside a transaction between calls.
+            self._own_conn = psycopg.connect(
+                resolve_dsn(self._dsn), autocommit=True, application_name="pgmem client"
+            )
+        return self._own_conn
+
+    @contextmanager
+    def transaction(self, conn: Connection | None = None) -> Iterator[Connection]:
+        """A transaction (a savepoint inside the caller's) with the tenant bound.
+
+        Statements of your own run in it see exactly this tenant's rows::
+
+            with memory.transaction() as conn:
+                conn.execute("select count(*) from pgmem.memories")
+        """
+        target = conn if conn is not None else self._connection()
+        with target.transaction():
+            self._bind_tenant(target)
+            yield target
+
+    def _bind_tenant(self, conn: Connection) -> None:
+        if self.tenant is None:
+            return  # a login role's binding, or PM001 from the first function that needs one
+        row = _one(conn, queries.BIND_TENANT, {"tenant": self.tenant})
+        if row["tenant"] != self.tenant:
+            raise TenantError(
+                f"this connection's role acts for tenant {row['tenant']!r}, not {self.tenant!r}; "
+                "connect as that tenant's login role, or as a pgmem_service member"
+            )
+
+    # -------------------------------------------------------- models (lazy)
+
+    def _get_embedder(self) -> Embedder | None:
+        if self._embedder_arg is False:
+            return None
+        if self._embedder is None:
+            self._embedder = self._embedder_arg or embedder_from_env()
+        return self._embedder
+
+    def _get_llm(self) -> LLMExtractor | None:
+        if self._llm_arg is False:
+            return None
+        if self._llm_arg is not None:
+            return self._llm_arg
+        if not self._llm_loaded:
+            self._llm = LLMExtractor.from_env()
+            self._llm_loaded = True
+        return self._llm
+
+    def _embed(self, texts: Sequence[str]) -> list[list[float] | None]:
+        embedder = self._get_embedder()
+        if embedder is None or not texts:
+            return [None] * len(texts)
+        return list(embedder.embed(list(texts)))
+
+    # ----------------------------------------------------------------- write
+
+    def add(
+        self,
+        messages: Messages,
+        user_id: str,
+        *,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        infer: bool = True,
+        enqueue: bool = False,
+        kind: str | None = None,
+        importance: float | None = None,
+        occurred_at: datetime | None = None,
+        conn: Connection | None = None,
+    ) -> AddResult:
+        """Remember what a conversation (or a text) says about ``user_id``.
+
+        ``infer=True`` extracts facts (rules; hybrid with an LLM when configured),
+        embeds them and hands them to ``pgmem.remember_many``, which decides per fact:
+        inserted, reinforced, superseded, deduplicated, merge_pending or rejected.
+        ``enqueue=True`` only queues the turn (``pgmem.enqueue``) for the worker.
+        ``infer=False`` stores the text (or each non-system message) as it is, with
+        ``kind`` (default semantic) and ``importance`` (default: the tenant's).
+
+        Returns one dict per fact: ``action``, ``memory_id`` (for reinforced and
+        deduplicated, the memory that already said it), ``related_id``,
+        ``similarity``, ``content`` (the fact as extracted; what is stored has secrets
+        redacted), ``kind`` (and ``reason`` for rejected text); with
+        ``enqueue=True`` one ``{"action": "queued", "inbox_id": …}``.
+        """
+        meta = dict(metadata or {})
+        if enqueue:
+            if not infer:
+                raise ValueError(
+                    "enqueue=True hands the turn to the worker, which always extracts facts; "
+                    "store text as it is with infer=False and enqueue=False"
+                )
+            with self.transaction(conn) as c:
+                row = _one(
+                    c,
+                    queries.ENQUEUE,
+                    {
+                        "subject": user_id,
+                        "messages": _jsonb(as_messages(messages)),
+                        "session_id": session_id,
+                        "agent_id": agent_id,
+                        "metadata": _jsonb(meta),
+                        "occurred_at": occurred_at,
+                    },
+                )
+            return [{"action": "queued", "inbox_id": row["inbox_id"]}]
+
+        planned = (
+            self._extract(messages, kind, importance)
+            if infer
+            else _as_is(messages, kind or "semantic", importance)
+        )
+        if not planned:
+            return []
+        # Models run before the transaction opens: no lock waits on them.
+        vectors = self._embed([p.content for p in planned if p.rejected_reason is None])
+        vector_of = iter(vectors)
+        items = []
+        for p in planned:
+            embedding = None if p.rejected_reason is not None else next(vector_of)
+            triple = p.triple or (None, None, None)
+            items.append(
+                _drop_none(
+                    {
+                        "content": p.content,
+                        "embedding": embedding,
+                        "kind": p.kind,
+                        "importance": p.importance,
+                        "source": p.source,
+                        "triple_subject": triple[0],
+                        "triple_predicate": triple[1],
+                        "triple_object": triple[2],
+                        "session_id": session_id,
+                        "agent_id": agent_id,
+                        "metadata": meta,
+                        "valid_from": occurred_at,
+                    }
+                )
+            )
+        with self.transaction(conn) as c:
+            rows = _rows(c, queries.REMEMBER_MANY, {"items": _jsonb(items), "subject": user_id})
+        results: AddResult = []
+        for row in rows:
+            p = planned[row.pop("item") - 1]
+            row.update(content=p.content, kind=p.kind)
+            if p.rejected_reason is not None:
+                row["reason"] = p.rejected_reason
+            results.append(row)
+        return results
+
+    def _extract(
+        self, messages: Messages, kind: str | None, importance: float | None
+    ) -> list[_Planned]:
+        if kind is not None or importance is not None:
+            raise ValueError("kind and importance apply to infer=False; extraction sets its own")
+        result = extract(messages, llm=self._get_llm(), mode=self.extract_mode)
+        planned = [
+            _Planned(f.content, f.kind, f.importance, f.source, f.triple) for f in result.facts
+        ]
+        # Refused text still goes to the database, like the worker sends it: the SQL
+        # filter is the authoritative one and records the 'reject' event (rule and
+        # hash only, never the text).
+        planned += [
+            _Planned(r.text, "episodic", 0.0, "rule", rejected_reason=r.reason)
+            for r in result.rejected
+            if r.text.strip()
+        ]
+        return planned
+
+    def update(
+        self,
+        memory_id: int,
+        content: str | None = None,
+        *,
+        importance: float | None = None,
+        kind: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        triple: tuple[str, str, str] | None = None,
+        conn: Connection | None = None,
+    ) -> Row:
+        """Edit a memory in place (``pgmem.update_memory``) and return it.
+
+        New content is embedded again; ``metadata`` is merged into the stored object;
+        new content without a new ``triple`` drops the old triple. The change is kept
+        in :meth:`history` as an ``update`` event with the old and new content.
+        """
+        embedding = self._embed([content])[0] if content is not None else None
+        subject, predicate, obj = triple or (None, None, None)
+        params = {
+            "memory_id": memory_id,
+            "content": content,
+            "embedding": embedding,
+            "importance": importance,
+            "kind": kind,
+            "metadata": _jsonb(dict(metadata)) if metadata is not None else None,
+            "triple_subject": subject,
+            "triple_predicate": predicate,
+            "triple_object": obj,
+        }
+        with _not_found(memory_id), self.transaction(conn) as c:
+            return _one(c, queries.UPDATE_MEMORY, params)
+
+    def delete(self, memory_id: int, *, conn: Connection | None = None) -> bool:
+        """Forget a memory (``pgmem.forget``: soft delete, history kept).
+
+        False when it was deleted already; :class:`MemoryNotFound` for an unknown id.
+        """
+        with _not_found(memory_id), self.transaction(conn) as c:
+            return bool(_one(c, queries.FORGET, {"memory_id": memory_id})["changed"])
+
+    forget = delete
+
+    def pin(self, memory_id: int, *, conn: Connection | None = None) -> bool:
+        """Pin a memory: it never decays, is never archived or evicted. False if it was."""
+        with _not_found(memory_id), self.transaction(conn) as c:
+            return bool(_one(c, queries.PIN, {"memory_id": memory_id, "pinned": True})["changed"])
+
+    def unpin(self, memory_id: int, *, conn: Connection | None = None) -> bool:
+        """Unpin a memory. False if it was not pinned."""
+        with _not_found(memory_id), self.transaction(conn) as c:
+            return bool(_one(c, queries.PIN, {"memory_id": memory_id, "pinned": False})["changed"])
+
+    def erase_user(self, user_id: str, *, conn: Connection | None = None) -> int:
+        """Remove everything about ``user_id`` for good (``pgmem.erase_subject``).
+
+        Memories, links, history and queued jobs go; one tombstone event without
+        subject or content stays. Returns how many memories were removed.
+        """
+        with self.transaction(conn) as c:
+            return int(_one(c, queries.ERASE_SUBJECT, {"subject": user_id})["memories"])
+
+    # ------------------------------------------------------------------ read
+
+    def search(
+        self,
+        query: str,
+        user_id: str,
+        k: int = 10,
+        *,
+        kinds: str | Sequence[str] | None = None,
+        filters: Mapping[str, Any] | None = None,
+        hops: int = 0,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        as_of: datetime | None = None,
+        min_score: float = 0.0,
+        diversity: float | None = None,
+        reinforce: bool = True,
+        conn: Connection | None = None,
+    ) -> Rows:
+        """The ``k`` memories of ``user_id`` that best answer ``query`` (``pgmem.recall``).
+
+        Each row has the memory (``memory_id``, ``content``, ``kind``…) and its score
+        parts: ``score``, ``relevance``, ``similarity``, ``text_match``,
+        ``importance``, ``recency``, ``access_boost``; ``hops`` > 0 adds linked
+        memories (``hops``, ``via_memory_id``, ``via_link``). ``filters`` must be
+        contained in a memory's metadata; ``diversity`` is the MMR λ (0..1);
+        ``as_of`` answers as of a past time. Returned memories are reinforced
+        unless ``reinforce=False``.
+        """
+        embedding = self._embed([query])[0] if query.strip() else None
+        params = {
+            "subject": user_id,
+            "query": query,
+            "embedding": embedding,
+            "k": k,
+            "kinds": _kinds(kinds),
+            "session_id": session_id,
+            "since": since,
+            "until": until,
+            "as_of": as_of,
+            "metadata": _jsonb(dict(filters)) if filters else None,
+            "min_score": min_score,
+            "mmr_lambda": diversity,
+            "hops": hops,
+            "reinforce": reinforce,
+        }
+        with self.transaction(conn) as c:
+            return _rows(c, queries.RECALL, params)
+
+    def context(
+        self,
+        query: str,
+        user_id: str,
+        token_budget: int = 500,
+        *,
+        k: int = 50,
+        kinds: str | Sequence[str] | None = None,
+        session_id: str | None = None,
+        as_of: datetime | None = None,
+        min_score: float = 0.0,
+        hops: int = 0,
+        reinforce: bool = True,
+        conn: Connection | None = None,
+    ) -> str:
+        """A prompt block of what is known about ``user_id`` for ``query``
+        (``pgmem.context``): sections by kind, dated lines, most relevant first,
+        within ``token_budget`` (estimated) tokens. Empty when nothing fits."""
+        embedding = self._embed([query])[0] if query.strip() else None
+        params = {
+            "subject": user_id,
+            "query": query,
+            "embedding": embedding,
+            "token_budget": token_budget,
+            "k": k,
+            "kinds": _kinds(kinds),
+            "session_id": session_id,
+            "as_of": as_of,
+            "min_score": min_score,
+            "hops": hops,
+            "reinforce": reinforce,
+        }
+        with self.transaction(conn) as c:
+            return str(_one(c, queries.CONTEXT, params)["context"] or "")
+
+    def get(self, memory_id: int, *, conn: Connection | None = None) -> Row | None:
+        """One memory of the bound tenant, whatever its status; None if there is none."""
+        with self.transaction(conn) as c:
+            rows = _rows(c, queries.GET_MEMORY, {"memory_id": memory_id})
+        return rows[0] if rows else None
+
+    def get_all(
+        self,
+        user_id: str | None = None,
+        *,
+        kinds: str | Sequence[str] | None = None,
+        status: str | Sequence[str] | None = "active",
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        conn: Connection | None = None,
+    ) -> Rows:
+        """Memories newest first: of ``user_id`` (default every subject), of the given
+        ``status`` (``None``: every status), kinds, session, agent and metadata."""
+        params = {
+            "subject": user_id,
+            "statuses": _kinds(status),
+            "kinds": _kinds(kinds),
+            "session_id": session_id,
+            "agent_id": agent_id,
+            "metadata": _jsonb(dict(filters)) if filters else None,
+            "limit": limit,
+            "offset": offset,
+        }
+        with self.transaction(conn) as c:
+            return _rows(c, queries.LIST_MEMORIES, params)
+
+    list = get_all
+
+    def history(self, memory_id: int, *, conn: Connection | None = None) -> Rows:
+        """Every recorded change of a memory, oldest first: insert, reinforce, supersede,
+        update, pin, delete… with actor, time, old and new content. Empty when the id
+        has no history (history outlives a purged memory, not an erased subject)."""
+        with self.transaction(conn) as c:
+            return _rows(c, queries.HISTORY, {"memory_id": memory_id})
+
+    def events(
+        self, user_id: str, *, event: str | None = None, conn: Connection | None = None
+    ) -> Rows:
+        """Every recorded event about a user (one kind with ``event``), oldest first,
+        including those tied to no memory, such as rejected prompt injections."""
+        with self.transaction(conn) as c:
+            return _rows(c, queries.SUBJECT_EVENTS, {"subject": user_id, "event": event})
+
+    def stats(
+        self, user_id: str | None = None, *, top: int = 20, conn: Connection | None = None
+    ) -> Row:
+        """What the DBA views say about the bound tenant (or one subject):
+        ``memories`` (pgmem.memory_stats per kind and status), ``backlog``
+        (pgmem.archive_backlog: what archive and purge would take next) and
+        ``capacity`` (pgmem.capacity_usage: the ``top`` fullest subjects)."""
+        params = {"subject": user_id, "limit": top}
+        with self.transaction(conn) as c:
+            backlog = _rows(c, queries.ARCHIVE_BACKLOG, {})
+            return {
+                "memories": _rows(c, queries.MEMORY_STATS, params),
+                "backlog": backlog[0] if backlog else None,
+                "capacity": _rows(c, queries.CAPACITY_USAGE, params),
+            }
+
+    # -------------------------------------------------------- export / import
+
+    def count_export(
+        self,
+        user_id: str | None = None,
+        *,
+        status: str | Sequence[str] | None = None,
+        conn: Connection | None = None,
+    ) -> int:
+        """How many memories :meth:`export` would yield with the same arguments."""
+        with self.transaction(conn) as c:
+            params = {"subject": user_id, "statuses": _kinds(status)}
+            return int(_one(c, queries.COUNT_EXPORT, params)["memories"])
+
+    def export(
+        self,
+        user_id: str | None = None,
+        *,
+        status: str | Sequence[str] | None = None,
+        conn: Connection | None = None,
+    ) -> Iterator[Row]:
+        """Every memory of the tenant (or of ``user_id``) in id order, with embedding,
+        status, triple, timestamps and metadata, read from one snapshot through a
+        server-side cursor. ``status`` limits it (default: every status)."""
+        # One statement, one snapshot: pages fetched later still see the same rows.
+        params = {"subject": user_id, "statuses": _kinds(status)}
+        with (
+            self.transaction(conn) as c,
+            c.cursor(name="pgmem_export", row_factory=dict_row) as cur,
+        ):
+            cur.itersize = EXPORT_FETCH
+            cur.execute(queries.EXPORT_MEMORIES, params)
+            yield from cur
+
+    def import_memories(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        user_id: str | None = None,
+        reembed: bool = False,
+        progress: Callable[[int], None] | None = None,
+        conn: Connection | None = None,
+    ) -> dict[str, int]:
+        """Remember exported records (see :meth:`export`) in this tenant, all or nothing.
+
+        Each record goes through ``pgmem.remember_many`` with its subject (or
+        ``user_id``), content, kind, importance, triple, session, agent, metadata and
+        valid_from, source ``import``; a pinned record is pinned again. Only active
+        records are imported; the others are counted as ``skipped``. A record's
+        embedding is kept when it has the tenant's dimension, otherwise (or with
+        ``reembed``) the content is embedded again. ``progress`` is called with the
+        number of records handled after each batch. Returns counts per action.
+        """
+        counts: dict[str, int] = {}
+        with self.transaction(conn) as c:
+            dims = _one(c, queries.TENANT_DIMS, {})["embedding_dims"]
+            batch: _Batch = []
+            position = 0
+            for position, record in enumerate(records, start=1):
+                item, pinned = _import_item(position, record, user_id, dims, keep=not reembed)
+                if item is None:
+                    counts["skipped"] = counts.get("skipped", 0) + 1
+                else:
+                    batch.append((position, item, pinned))
+                if len(batch) >= IMPORT_BATCH:
+                    self._import_batch(c, batch, dims, counts)
+                    batch = []
+                    if progress is not None:
+                        progress(position)
+            if batch:
+                self._import_batch(c, batch, dims, counts)
+            if progress is not None:
+                progress(position)
+        return counts
+
+    def _import_batch(
+        self, conn: Connection, batch: _Batch, dims: int, counts: dict[str, int]
+    ) -> None:
+        missing = [item for _, item, _ in batch if "embedding" not in item]
+        embedder = self._get_embedder() if missing else None
+        # Without a model of the tenant's size they stay NULL: the worker embeds them.
+        if missing and embedder is not None and embedder.dims == dims:
+            for item, vector in zip(
+                missing, self._embed([i["content"] for i in missing]), strict=True
+            ):
+                item["embedding"] = vector
+        items = _jsonb([item for _, item, _ in batch])
+        try:
+            rows = _rows(conn, queries.REMEMBER_MANY, {"items": items, "subject": None})
+        except psycopg.Error as exc:
+            message = _message(exc)
+            # remember_many names the bad item p_items[n] (10_write.sql), n counting
+            # from 1 within this batch: report it as the record it came from.
+            named = _BATCH_ITEM.search(message)
+            if named is not None and 0 < int(named[1]) <= len(batch):
+                position = batch[int(named[1]) - 1][0]
+                raise ImportRecordError(position, _BATCH_ITEM.sub("", message, 1)) from exc
+            raise ImportRecordError(batch[0][0], message, last=batch[-1][0]) from exc
+        for row in rows:
+            action = row["action"]
+            counts[action] = counts.get(action, 0) + 1
+            _, _, pinned = batch[row["item"] - 1]
+            if pinned and row["memory_id"] is not None:
+                pin = _one(conn, queries.PIN, {"memory_id": row["memory_id"], "pinned": True})
+                counts["pinned"] = counts.get("pinned", 0) + int(pin["changed"])
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def _rows(conn: Connection, query: str, params: Mapping[str, Any]) -> Rows:
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(query, params)
+        return cur.fetchall()
+
+
+def _one(conn: Connection, query: str, params: Mapping[str, Any]) -> Row:
+    rows = _rows(conn, query, params)
+    if not rows:
+        raise RuntimeError("the statement returned no row")  # every caller's returns one
+    return rows[0]
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def _jsonb(value: object) -> Jsonb:
+    """JSON parameter; timestamps (as export yields them) become ISO 8601 text."""
+    return Jsonb(value, dumps=functools.partial(json.dumps, default=_json_default))
+
+
+def _message(exc: psycopg.Error) -> str:
+    diag = exc.diag
+    primary = diag.message_primary or str(exc).strip().splitlines()[0]
+    return f"{primary} (hint: {diag.message_hint})" if diag.message_hint else primary
+
+
+@contextmanager
+def _not_found(memory_id: int) -> Iterator[None]:
+    try:
+        yield
+    except psycopg.Error as exc:
+        if exc.sqlstate in NOT_FOUND_SQLSTATES:
+            raise MemoryNotFound(memory_id, _message(exc)) from exc
+        raise
+
+
+def _kinds(value: str | Sequence[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _drop_none(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if v is not None}
+
+
+def _as_is(messages: Messages, kind: str, importance: float | None) -> list[_Planned]:
+    """infer=False: the text, or each non-system message, stored as written."""
+    return [
+        _Planned(m["content"], kind, importance, "manual")
+        for m in as_messages(messages)
+        if m["role"] != "system" and m["content"].strip()
+    ]
+
+
+_IMPORT_FIELDS = (
+    "kind",
+    "importance",
+    "triple_subject",
+    "triple_predicate",
+    "triple_object",
+    "session_id",
+    "agent_id",
+    "metadata",
+    "valid_from",
+)
+
+
+def _import_item(
+    position: int, record: Mapping[str, Any], user_id: str | None, dims: int, *, keep: bool
+) -> tuple[Row | None, bool]:
+    """A remember_many item for an exported record, or None for a non-active one."""
+    if not isinstance(record, Mapping):
+        raise ImportRecordError(position, f"expected a JSON object, not {type(record).__name__}")
+    if record.get("status", "active") != "active":
+        return None, False
+    subject = user_id or record.get("subject")
+    if not isinstance(subject, str) or not subject.strip():
+        raise ImportRecordError(position, "needs a non-empty 'subject' (or import with a user)")
+    content = record.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise ImportRecordError(position, "needs a non-empty 'content' string")
+    kind = record.get("kind", "semantic")
+    if kind not in KINDS:
+        raise ImportRecordError(position, f"kind {kind!r} is not one of {', '.join(KINDS)}")
+    item: Row = {"subject": subject, "content": content, "source": "import"}
+    for field in _IMPORT_FIELDS:
+        if record.get(field) is not None:
+            item[field] = record[field]
+    embedding = record.get("embedding")
+    if embedding is not None and not (
+        isinstance(embedding, list)
+        and all(isinstance(v, int | float) and math.isfinite(v) for v in embedding)
+    ):
+        raise ImportRecordError(position, "'embedding' must be a list of finite numbers or null")
+    # A vector of another model (another size) is useless here: embed again instead.
+    if keep and embedding and len(embedding) == dims:
+        item["embedding"] = embedding
+    return item, bool(record.get("pinned"))

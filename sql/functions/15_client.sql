@@ -1,0 +1,166 @@
+-- Editing a stored memory in place: what the Python client's
+-- Memory.update() and any SQL app call when a fact was stored wrong.
+-- pgmem.remember decides about new facts; this changes one existing fact
+-- and keeps its id, its history and its place in the links.
+--
+-- Error codes (PM022 and PM010-PM020 are the write path's, 10_write.sql):
+--   PM022  unknown memory id: this tenant has no memory with that id
+--   PM050  the memory is not active (superseded, merged, archived, deleted)
+--   PM051  the new content is the same fact as another active memory
+--   PM052  the new content matches a prompt-injection rule
+
+create or replace function pgmem.update_memory(
+    p_memory_id bigint,
+    p_content text default null,
+    p_embedding real[] default null,
+    p_importance real default null,
+    p_kind text default null,
+    p_metadata jsonb default null,
+    p_triple_subject text default null,
+    p_triple_predicate text default null,
+    p_triple_object text default null,
+    p_now timestamptz default null
+)
+returns pgmem.memories
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := coalesce(p_now, pg_catalog.now());
+    -- Locked with its subject, as remember and forget lock: PM022 when unknown.
+    v_old pgmem.memories := pgmem._memory_for_update(p_memory_id, 'pgmem.update_memory');
+    v_settings pgmem.settings;
+    v_triple_given boolean := pg_catalog.num_nonnulls(p_triple_subject, p_triple_predicate, p_triple_object) > 0;
+    v_dims integer;
+    v_finite boolean;
+    v_norm double precision;
+    v_rule text;
+    v_content text;
+    v_redacted text[] := '{}';
+    v_content_changed boolean := false;
+    v_duplicate bigint;
+    v_changed text[];
+    v_new pgmem.memories;
+begin
+    if v_old.status <> 'active' then
+        raise exception 'memory % is %; only active memories can be updated', p_memory_id, v_old.status
+            using errcode = 'PM050',
+                  hint = case v_old.status
+                      when 'archived' then 'Restore it first with pgmem.restore(' || p_memory_id || ').'
+                      when 'deleted' then 'It was forgotten; remember the corrected fact with pgmem.remember.'
+                      else 'Superseded and merged memories are history; update the memory that replaced them.'
+                  end;
+    end if;
+    select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_old.tenant_id;
+    if p_embedding is not null then
+        -- The same checks as pgmem.remember (real[] so that NaN reaches PM016).
+        select pg_catalog.count(*) filter (where x.v is null or x.v in ('NaN', 'Infinity', '-Infinity')) = 0,
+               pg_catalog.sum(x.v::double precision * x.v::double precision)
+        into v_finite, v_norm
+        from pg_catalog.unnest(p_embedding) as x(v);
+        v_dims := case when pg_catalog.array_ndims(p_embedding) = 1 then pg_catalog.cardinality(p_embedding) else -1 end;
+    end if;
+    perform pgmem._check_memory_input(
+        null, v_settings, v_old.subject, coalesce(p_content, v_old.content), coalesce(p_kind, v_old.kind),
+        p_importance, v_dims, v_finite, v_norm,
+        case when v_triple_given then p_triple_subject else v_old.triple_subject end,
+        case when v_triple_given then p_triple_predicate else v_old.triple_predicate end,
+        case when v_triple_given then p_triple_object else v_old.triple_object end,
+        v_old.source, coalesce(p_metadata, '{}'));
+
+    if p_content is not null then
+        v_rule := pgmem.detect_injection(p_content);
+        if v_rule is not null then
+            raise exception 'the new content of memory % matches the prompt-injection rule %', p_memory_id, v_rule
+                using errcode = 'PM052',
+                      hint = 'Memories are replayed into prompts; text that steers the model is never stored.';
+        end if;
+        -- Secrets are redacted exactly as pgmem.remember redacts them.
+        select r.content, r.kinds into v_content, v_redacted from pgmem._redact_many(array[p_content]) as r;
+        v_content_changed := v_content is distinct from v_old.content;
+    end if;
+    if v_content_changed and pgmem._content_hash(v_content) <> v_old.content_hash then
+        select m.memory_id into v_duplicate
+        from pgmem.memories as m
+        where m.tenant_id = v_old.tenant_id and m.subject = v_old.subject and m.status = 'active'
+          and m.content_hash = pgmem._content_hash(v_content) and m.memory_id <> v_old.memory_id;
+        if found then
+            raise exception 'memory % already says this (updating memory %)', v_duplicate, p_memory_id
+                using errcode = 'PM051',
+                      hint = pg_catalog.format('Forget memory %s instead: pgmem.forget(%s).', p_memory_id, p_memory_id);
+        end if;
+    end if;
+
+    v_changed := pg_catalog.array_remove(array[
+        case when v_content_changed then 'content' end,
+        case when v_content_changed
+                  or (p_embedding is not null and p_embedding is distinct from v_old.embedding::real[])
+             then 'embedding' end,
+        case when p_importance is not null and p_importance <> v_old.importance then 'importance' end,
+        case when p_kind is not null and p_kind <> v_old.kind then 'kind' end,
+        case when p_metadata is not null and v_old.metadata || p_metadata <> v_old.metadata then 'metadata' end,
+        -- New content without a new triple: the old triple described the old
+        -- text, and a stale slot would make remember reinforce or supersede
+        -- the wrong fact, so it is cleared.
+        case when (v_triple_given or (v_content_changed and v_old.triple_predicate is not null))
+                  and (pg_catalog.btrim(p_triple_subject), pg_catalog.btrim(p_triple_predicate),
+                       pg_catalog.btrim(p_triple_object))
+                      is distinct from (v_old.triple_subject, v_old.triple_predicate, v_old.triple_object)
+             then 'triple' end
+    ], null);
+    if pg_catalog.cardinality(v_changed) = 0 then
+        return v_old;  -- nothing to change: no event either
+    end if;
+
+    -- New content without a vector loses its old one: the worker re-embeds
+    -- memories whose embedding is NULL (pgmem.claim_unembedded).
+    update pgmem.memories as m
+    set content = coalesce(v_content, m.content),
+        embedding = case when p_embedding is not null then p_embedding::public.vector
+                         when v_content_changed then null
+                         else m.embedding end,
+        importance = coalesce(p_importance, m.importance),
+        effective_importance = case when p_importance is not null then p_importance else m.effective_importance end,
+        kind = coalesce(p_kind, m.kind),
+        metadata = case when p_metadata is null then m.metadata else m.metadata || p_metadata end,
+        triple_subject = case when 'triple' = any (v_changed) then pg_catalog.btrim(p_triple_subject)
+                              else m.triple_subject end,
+        triple_predicate = case when 'triple' = any (v_changed) then pg_catalog.btrim(p_triple_predicate)
+                                else m.triple_predicate end,
+        triple_object = case when 'triple' = any (v_changed) then pg_catalog.btrim(p_triple_object)
+                             else m.triple_object end,
+        updated_at = v_now
+    where m.tenant_id = v_old.tenant_id and m.memory_id = v_old.memory_id
+    returning m.* into v_new;
+
+    insert into pgmem.memory_events (tenant_id, memory_id, subject, event, old_content, new_content, details,
+                                     created_at)
+    values (v_old.tenant_id, v_old.memory_id, v_old.subject, 'update',
+            case when v_content_changed then v_old.content end,
+            case when v_content_changed then v_new.content end,
+            pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                'changed', pg_catalog.to_jsonb(v_changed),
+                'importance', case when 'importance' = any (v_changed)
+                                   then pg_catalog.jsonb_build_array(v_old.importance, v_new.importance) end,
+                'kind', case when 'kind' = any (v_changed)
+                             then pg_catalog.jsonb_build_array(v_old.kind, v_new.kind) end,
+                'embedded', case when 'embedding' = any (v_changed) then v_new.embedding is not null end,
+                'redacted', case when pg_catalog.cardinality(v_redacted) > 0 then pg_catalog.to_jsonb(v_redacted) end)),
+            v_now);
+    return v_new;
+end
+$$;
+
+comment on function pgmem.update_memory(bigint, text, real[], real, text, jsonb, text, text, text, timestamptz) is
+    'Edits an active memory in place and records an update event with the old and new content. NULL arguments keep '
+    'their value; p_metadata is merged into the stored object (||). New content is checked and redacted like '
+    'pgmem.remember''s; pass its p_embedding, or the embedding is cleared for the worker to recompute. New content '
+    'without a new triple clears the old triple. Returns the row. Errors: PM022 unknown id, PM050 not active, '
+    'PM051 same as another active memory, PM052 prompt injection, PM010-PM020 invalid input.';
+
+revoke all on function pgmem.update_memory(bigint, text, real[], real, text, jsonb, text, text, text, timestamptz)
+    from public;
+grant execute on function pgmem.update_memory(bigint, text, real[], real, text, jsonb, text, text, text, timestamptz)
+    to pgmem_app;
