@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from pgmem.cli import db, migrate, tenant
+from pgmem.cli import bench, db, demo, maintenance, memory, migrate, tenant, transfer, worker
+from pgmem.cli import eval as eval_cmd
 
 app = typer.Typer(
     name="pgmem",
@@ -12,9 +13,29 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+app.command("demo")(demo.demo)
 app.add_typer(db.app, name="db")
 app.command("migrate")(migrate.migrate)
 app.add_typer(tenant.app, name="tenant")
+app.command("worker")(worker.worker)
+app.command("maintain")(maintenance.maintain)
+app.command("schedule")(maintenance.schedule)
+app.command("jobs")(maintenance.jobs)
+app.add_typer(eval_cmd.app, name="eval")
+app.command("bench")(bench.bench)
+
+app.command("add")(memory.add)
+app.command("search")(memory.search)
+app.command("context")(memory.context)
+app.command("list")(memory.list_memories)
+app.command("show")(memory.show)
+app.command("history")(memory.history)
+app.command("forget")(memory.forget)
+app.command("pin")(memory.pin)
+app.command("erase")(memory.erase)
+app.command("stats")(memory.stats)
+app.command("export")(transfer.export)
+app.command("import")(transfer.import_)
 
 
 def main() -> None:

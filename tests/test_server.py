@@ -19,11 +19,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from pgmem.cli.app import app
 from psycopg.conninfo import conninfo_to_dict
 from typer.testing import CliRunner
 
 from pgmem import server
+from pgmem.cli.app import app
 from pgmem.config import Config
 
 PGMEM = Path(sys.executable).parent / "pgmem"
