@@ -185,6 +185,10 @@ create index memories_subject on pgmem.memories (tenant_id, subject, status, kin
 create index memories_triple on pgmem.memories (tenant_id, subject, triple_subject, triple_predicate)
     where status = 'active' and triple_predicate is not null;
 create index memories_status_age on pgmem.memories (tenant_id, status, status_changed_at);
+-- Memories written without a vector, for the worker's embed pass (small:
+-- rows leave it once embedded).
+create index memories_unembedded on pgmem.memories (tenant_id, memory_id)
+    where status = 'active' and embedding is null;
 create index memories_expiry on pgmem.memories (tenant_id, expires_at)
     where status = 'active' and expires_at is not null;
 create index memories_fts on pgmem.memories using gin (tenant_id, subject, fts) where status = 'active';
