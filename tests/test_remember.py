@@ -371,6 +371,49 @@ def test_contradiction_supersedes_and_keeps_the_old_fact_for_history(
     ]
 
 
+@pytest.mark.parametrize("batched", [False, True])
+def test_a_late_older_fact_becomes_history_not_the_current_fact(
+    new_tenant: Callable[[], Tenant], admin: psycopg.Connection, batched: bool
+) -> None:
+    acme = new_tenant()
+    triple = {"triple_subject": "alice", "triple_predicate": "city", "kind": "semantic"}
+    newer = remember(
+        acme.conn,
+        "alice",
+        "Alice lives in Paris",
+        vec(7),
+        triple_object="Paris",
+        valid_from=T0 + 48 * HOUR,
+        now=T0 + 48 * HOUR,
+        **triple,
+    )
+    late = {
+        "content": "Alice lives in Berlin",
+        "embedding": vec(8),
+        "triple_object": "Berlin",
+        "valid_from": (T0 + 24 * HOUR).isoformat(),
+        **triple,
+    }
+    if batched:
+        ((_, action, late_id, related, _),) = remember_many(
+            acme.conn, [late], subject="alice", now=T0 + 72 * HOUR
+        )
+    else:
+        action, late_id, related, _ = remember(
+            acme.conn, "alice", now=T0 + 72 * HOUR, **{**late, "valid_from": T0 + 24 * HOUR}
+        )
+    assert (action, related) == ("outdated", newer[1])
+    assert active(admin, acme.name) == ["Alice lives in Paris"]
+    old = memory(admin, late_id)
+    assert old["status"] == "superseded"
+    assert old["valid_to"] == memory(admin, newer[1])["valid_from"]
+    assert admin.execute(
+        "select count(*) from pgmem.memory_links where tenant_id = %s and from_id = %s"
+        " and to_id = %s and link_type = 'supersedes'",
+        (acme.name, newer[1], late_id),
+    ).fetchone() == (1,)
+
+
 def test_same_triple_object_reinforces_that_fact(acme: Tenant, admin: psycopg.Connection) -> None:
     first = remember(
         acme.conn,

@@ -9,6 +9,9 @@
 --        same object                               → 'reinforced' (that row)
 --        other object                              → 'superseded' (old row closed,
 --                                                    status superseded, link)
+--        other object, but older (valid_from) than
+--        the active fact: a late arrival           → 'outdated' (stored already
+--                                                    superseded by the newer one)
 --   4. cosine similarity ≥ settings.duplicate_threshold → 'deduplicated'
 --   5. cosine similarity ≥ settings.merge_threshold     → 'merge_pending'
 --      (inserted, and a 'merge' job for the worker in pgmem.inbox)
@@ -213,6 +216,8 @@ declare
     v_sim real;
     v_superseded bigint[];
     v_new_id bigint;
+    v_newer_id bigint;
+    v_newer_from timestamptz;
     -- Triple keys compare case-insensitively, without surrounding space.
     v_subject_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_subject));
     v_predicate_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_predicate));
@@ -245,6 +250,25 @@ begin
         if found then
             action := 'reinforced';
         else
+            -- A fact that arrives late (an import, a second worker) and is
+            -- older than the active one for its key is history: it is stored
+            -- already superseded by the newer fact, never over it.
+            select m.memory_id, m.valid_from, m.embedding into v_newer_id, v_newer_from, v_old_embedding
+            from pgmem.memories as m
+            where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
+              and m.triple_predicate is not null
+              and pg_catalog.lower(m.triple_predicate) = v_predicate_key
+              and pg_catalog.lower(m.triple_subject) = v_subject_key
+              and m.valid_from > p_valid_from
+            order by m.valid_from, m.memory_id
+            limit 1;
+            if found then
+                action := 'outdated';
+                related_id := v_newer_id;
+                similarity := (1 - (v_old_embedding OPERATOR(public.<=>) p_embedding))::real;
+            end if;
+        end if;
+        if v_id is null and action is null then
             with closed as (
                 update pgmem.memories as m
                 set status = 'superseded',
@@ -321,10 +345,13 @@ begin
 
     insert into pgmem.memories as m (tenant_id, subject, agent_id, session_id, kind, content, embedding, importance,
                                      source, triple_subject, triple_predicate, triple_object, valid_from,
-                                     status_changed_at, last_accessed_at, metadata, created_at, updated_at)
+                                     valid_to, status, status_changed_at, last_accessed_at, metadata, created_at,
+                                     updated_at)
     values (p_tenant, p_subject, p_agent_id, p_session_id, p_kind, p_content, p_embedding, p_importance,
             p_source, pg_catalog.btrim(p_triple_subject), pg_catalog.btrim(p_triple_predicate),
-            pg_catalog.btrim(p_triple_object), p_valid_from, p_now, p_now, p_metadata, p_now, p_now)
+            pg_catalog.btrim(p_triple_object), p_valid_from,
+            v_newer_from, case when v_newer_id is null then 'active' else 'superseded' end,
+            p_now, p_now, p_metadata, p_now, p_now)
     returning m.memory_id into v_new_id;
     action := coalesce(action, 'inserted');
     memory_id := v_new_id;
@@ -336,7 +363,14 @@ begin
                 'supersedes', pg_catalog.to_jsonb(v_superseded))),
             p_now);
 
-    if action = 'superseded' then
+    if action = 'outdated' then
+        insert into pgmem.memory_links (tenant_id, from_id, to_id, link_type, created_at)
+        values (p_tenant, v_newer_id, v_new_id, 'supersedes', p_now);
+        insert into pgmem.memory_events (tenant_id, memory_id, subject, event, old_content, new_content, details,
+                                         created_at)
+        values (p_tenant, v_new_id, p_subject, 'supersede', p_content, null,
+                v_details || pg_catalog.jsonb_build_object('superseded_by', v_newer_id, 'late', true), p_now);
+    elsif action = 'superseded' then
         insert into pgmem.memory_links (tenant_id, from_id, to_id, link_type, created_at)
         select p_tenant, v_new_id, o.id, 'supersedes', p_now from pg_catalog.unnest(v_superseded) as o(id);
         insert into pgmem.memory_events (tenant_id, memory_id, subject, event, old_content, new_content, details,
