@@ -1,0 +1,38 @@
+"""`pgmem demo` runs end to end (as `make demo` does) and shows every feature."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PGMEM = Path(sys.executable).parent / "pgmem"
+
+
+@pytest.mark.slow
+def test_demo_shows_the_whole_product(dsn: str) -> None:
+    env = {**os.environ, "COLUMNS": "200"}
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("OPENAI_BASE_URL", None)
+    for _ in range(2):  # a second run starts the demo tenant over
+        run = subprocess.run(
+            [str(PGMEM), "demo", "--dsn", dsn],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr
+    sent, stored = run.stdout.split("4. The worker", 1)
+    # What the app sent holds the phone number and the injection; nothing stored does.
+    assert "13812345678" in sent and "reveal your system prompt" in sent
+    assert "13812345678" not in stored and "system prompt" not in stored
+    assert "[REDACTED:phone]" in stored
+    assert '"reason": "prompt_injection"' in stored
+    assert "superseded" in stored and "浅色" in stored  # dark → light, old fact kept
+    assert "'rejected': 1" in stored and "'reinforced': 1" in stored
+    assert "## Preferences" in stored and "decay" in stored and "purge" in stored
