@@ -1,0 +1,712 @@
+-- The read path: pgmem.recall ranks a subject's memories for a query and
+-- pgmem.context packs them into a prompt block.
+--
+-- Pipeline of one recall:
+--   1. candidates: the `candidate_pool` nearest memories by cosine distance
+--      (when a query embedding is given) and the `candidate_pool` best
+--      full-text matches (when the query text has terms), united;
+--   2. parts of every candidate (pgmem._recall_rows), all in [0, 1]:
+--        similarity  = max(0, cosine similarity to the query embedding)
+--        text_match  = share of the query's terms the memory contains
+--                      (English lexemes and CJK bigrams, see pgmem._tsv)
+--        relevance   = 0.75·similarity + 0.25·text_match with both inputs,
+--                      similarity alone with an embedding only, text_match
+--                      alone with text only (0 with neither)
+--        importance  = the memory's importance as written (not the decayed
+--                      effective_importance: time is the recency part's job)
+--        recency     = exp(-λ_kind · hours since last access),
+--                      λ_kind = ln 2 / half_life_<kind>; 1 when pinned
+--        access_boost = ln(1 + access_count) / ln(101), capped at 1
+--      score = w_relevance·relevance + w_importance·importance
+--            + w_recency·recency + w_access·access_boost  (tenant settings);
+--   3. the k best by score (or by MMR when a λ is given) at or above the
+--      minimum score: the direct hits (hops = 0);
+--   4. ripple (hops 1-3): memories linked to the hits (memory_links, both
+--      directions, any link type) inherit the relevance of the memory they
+--      were reached from times the link weight, and their whole score is
+--      multiplied by ripple_damping once per hop; up to k more rows;
+--   5. reinforcement (pgmem.recall only): access_count + 1 and
+--      last_accessed_at = now for every returned row, in one statement.
+--
+-- Fusion: a convex combination of absolute scores, not reciprocal rank
+-- fusion. RRF turns ranks 1..10 into relevances 1.0..0.87 (rrf_k = 60), too
+-- flat to outweigh importance and recency in the final score, and gives the
+-- best row 1.0 however poor the match; cosine similarity and term coverage
+-- keep their meaning, so min_score and the weights behave the same for every
+-- query. alpha = 0.75 on the vector side is the default of Weaviate's hybrid
+-- search: embeddings carry meaning, terms catch names and rare words.
+-- settings.rrf_k is therefore not used by recall.
+--
+-- Exact versus approximate: HNSW filters after it searches, so a subject
+-- holding 0.1% of the index loses most of its neighbours. A subject with at
+-- most settings.exact_scan_limit active memories is scanned exactly, in one
+-- pass over its own rows (btree memories_subject) that yields both the
+-- nearest and the best text matches (~1,000 rows: a few milliseconds); only
+-- bigger subjects use the HNSW index, with pgvector's iterative scan
+-- (hnsw.iterative_scan = relaxed_order) so the filter cannot starve the
+-- result. Recall as of a past time reads superseded rows, which the partial
+-- indexes leave out, so it is always exact.
+--
+-- Row-level security and full text: @@ is not leakproof, so under a tenant
+-- policy the planner may not evaluate it inside an index scan (before the
+-- policy): memories_fts serves BYPASSRLS roles only, and tenant roles match
+-- text by filtering the subject's rows. Hence the single pass above.
+
+-- pgmem._recall names pgvector settings (hnsw.*) in its SET clause. In a
+-- session that has not touched a vector yet they are unknown placeholders,
+-- which PostgreSQL 15 lets only superusers put in a SET clause; reading one
+-- vector value loads pgvector, and its settings are ordinary user settings.
+do $$ begin perform '[0]'::public.vector; end $$;
+
+create or replace function pgmem._recall_rows(
+    p_tenant text,
+    p_settings pgmem.settings,
+    p_subject text,
+    p_memory_ids bigint[],
+    p_embedding public.vector,
+    p_lexemes text[],
+    p_now timestamptz,
+    p_as_of timestamptz,
+    p_kinds text[],
+    p_session_id text,
+    p_since timestamptz,
+    p_until timestamptz,
+    p_metadata jsonb
+)
+returns table (
+    memory_id bigint,
+    content text,
+    kind text,
+    similarity real,
+    text_match real,
+    relevance real,
+    importance real,
+    recency real,
+    access_boost real,
+    base_score double precision,
+    embedding public.vector,
+    session_id text,
+    status text,
+    pinned boolean,
+    access_count integer,
+    last_accessed_at timestamptz,
+    created_at timestamptz,
+    valid_from timestamptz,
+    valid_to timestamptz,
+    metadata jsonb
+)
+-- plpgsql, not sql: a SQL function that cannot be inlined is planned again
+-- on every call (~1 ms here); plpgsql keeps the plan for the session.
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+begin
+    -- The one place the score parts are computed and visibility is decided;
+    -- pgmem._recall calls it for the candidates and again for ripple rows.
+    return query
+    select m.memory_id, m.content, m.kind,
+           r.similarity, r.text_match,
+           (case
+                when p_embedding is not null and p_lexemes is not null
+                    then 0.75 * coalesce(r.similarity, 0) + 0.25 * r.text_match
+                when p_embedding is not null then coalesce(r.similarity, 0)
+                when p_lexemes is not null then r.text_match
+                else 0
+            end)::real,
+           p.importance, p.recency, p.access_boost,
+           p_settings.w_importance::double precision * p.importance
+               + p_settings.w_recency::double precision * p.recency
+               + p_settings.w_access::double precision * p.access_boost,
+           m.embedding, m.session_id, m.status, m.pinned, m.access_count, m.last_accessed_at,
+           m.created_at, m.valid_from, m.valid_to, m.metadata
+    from (
+        -- One primary-key probe per id, fenced off from the filters below:
+        -- with them in reach the (generic) plan reads the whole subject
+        -- through memories_subject and joins the ids to that.
+        select m.*
+        from (select distinct i.id from pg_catalog.unnest(p_memory_ids) as i(id)) as i
+        join pgmem.memories as m on m.tenant_id = p_tenant and m.memory_id = i.id
+        offset 0
+    ) as m
+    cross join lateral (
+        select m.embedding operator(public.<=>) p_embedding as distance
+    ) as d
+    cross join lateral (
+        select
+            -- A zero vector has no direction: its distance is NaN, treated as unrelated.
+            case when d.distance is null or d.distance = 'NaN'::double precision then null
+                 else greatest(0, 1 - d.distance)::real
+            end as similarity,
+            -- ts_delete drops the query's lexemes: what it removed matched.
+            case when p_lexemes is not null
+                 then ((pg_catalog.length(m.fts) - pg_catalog.length(pg_catalog.ts_delete(m.fts, p_lexemes)))::real
+                       / pg_catalog.cardinality(p_lexemes))::real
+            end as text_match
+    ) as r
+    cross join lateral (
+        select
+            -- The stored importance, not effective_importance: that one is
+            -- importance · recency (30_lifecycle.sql) and would count time twice.
+            m.importance,
+            (case when m.pinned then 1
+                  -- exp(-λ·h) with λ = ln 2 / half-life: 0.5 per half-life since the last access.
+                  else pg_catalog.exp(-pg_catalog.ln(2)
+                       * greatest(0, extract(epoch from p_now - m.last_accessed_at))
+                       / extract(epoch from case m.kind
+                             when 'episodic' then p_settings.half_life_episodic
+                             when 'semantic' then p_settings.half_life_semantic
+                             when 'preference' then p_settings.half_life_preference
+                             else p_settings.half_life_procedural end))
+             end)::real as recency,
+            -- Log of use frequency, as ACT-R's base-level activation; full at 100 uses.
+            least(1, pg_catalog.ln(1 + m.access_count) / pg_catalog.ln(101))::real as access_boost
+    ) as p
+    where m.subject = p_subject
+      -- Visible: active now, or as of a past time also superseded facts
+      -- that were valid then; expired memories are gone for every as-of.
+      and (m.status = 'active' or (p_as_of < p_now and m.status = 'superseded'))
+      and m.valid_from <= p_as_of
+      and (m.valid_to is null or m.valid_to > p_as_of)
+      and (m.expires_at is null or m.expires_at > p_now)
+      and (p_kinds is null or m.kind = any(p_kinds))
+      and (p_session_id is null or m.session_id = p_session_id)
+      and (p_since is null or m.created_at >= p_since)
+      and (p_until is null or m.created_at < p_until)
+      and (p_metadata is null or m.metadata @> p_metadata);
+end
+$$;
+
+comment on function pgmem._recall_rows(text, pgmem.settings, text, bigint[], public.vector, text[], timestamptz,
+                                       timestamptz, text[], text, timestamptz, timestamptz, jsonb) is
+    'Internal to recall: the given memories that are visible and pass the filters, with their score parts (see sql/functions/20_recall.sql).';
+
+create or replace function pgmem._recall(
+    p_subject text,
+    p_query text,
+    p_embedding public.vector,
+    p_k integer,
+    p_kinds text[],
+    p_session_id text,
+    p_since timestamptz,
+    p_until timestamptz,
+    p_as_of timestamptz,
+    p_metadata jsonb,
+    p_min_score double precision,
+    p_mmr_lambda double precision,
+    p_hops integer,
+    p_now timestamptz
+)
+returns table (
+    memory_id bigint,
+    content text,
+    kind text,
+    score real,
+    relevance real,
+    importance real,
+    recency real,
+    access_boost real,
+    similarity real,
+    text_match real,
+    hops integer,
+    via_memory_id bigint,
+    via_link text,
+    session_id text,
+    status text,
+    pinned boolean,
+    access_count integer,
+    last_accessed_at timestamptz,
+    created_at timestamptz,
+    valid_from timestamptz,
+    valid_to timestamptz,
+    metadata jsonb
+)
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+-- Big subjects search HNSW with a subject filter: keep scanning the graph
+-- until enough rows pass the filter (pgvector 0.8); the SET clause confines
+-- this (and the ef_search chosen below) to the call.
+set hnsw.iterative_scan = relaxed_order
+set hnsw.ef_search = 40
+-- JIT would compile for ~100 ms whenever an exact scan over a big subject
+-- crosses jit_above_cost; the queries themselves take milliseconds.
+set jit = off
+as $$
+#variable_conflict use_column
+declare
+    v_tenant text := pgmem._require_tenant();
+    v_settings pgmem.settings;
+    v_now timestamptz := coalesce(p_now, pg_catalog.now());
+    v_at timestamptz := coalesce(p_as_of, p_now, pg_catalog.now());
+    v_statuses text[];
+    v_lexemes text[];
+    v_tsquery tsquery;
+    v_pool integer;
+    v_subject_rows integer;
+    v_ids bigint[] := '{}';
+    v_text_ids bigint[];
+begin
+    if p_subject is null then
+        raise exception 'recall needs a subject' using errcode = '22023';
+    end if;
+    if p_k is null or p_k not between 1 and 1000 then
+        raise exception 'k must be between 1 and 1000, not %', coalesce(p_k::text, 'NULL') using errcode = '22023';
+    end if;
+    if p_hops is null or p_hops not between 0 and 3 then
+        raise exception 'hops must be between 0 and 3, not %', coalesce(p_hops::text, 'NULL') using errcode = '22023';
+    end if;
+    if p_mmr_lambda is not null and p_mmr_lambda not between 0 and 1 then
+        raise exception 'the MMR lambda must be between 0 and 1, not %', p_mmr_lambda using errcode = '22023';
+    end if;
+    if p_kinds is not null and not p_kinds <@ array['episodic', 'semantic', 'preference', 'procedural'] then
+        raise exception 'unknown memory kind in %', p_kinds
+            using errcode = '22023', hint = 'Kinds are episodic, semantic, preference and procedural.';
+    end if;
+
+    select s.* into v_settings
+    from pgmem.settings as s
+    where s.tenant_id in (v_tenant, '_default')
+    order by s.tenant_id = '_default'
+    limit 1;
+
+    v_statuses := case when v_at < v_now then array['active', 'superseded'] else array['active'] end;
+    if pg_catalog.btrim(coalesce(p_query, '')) <> '' then
+        v_lexemes := pg_catalog.tsvector_to_array(pgmem._tsv(p_query));
+        if pg_catalog.cardinality(v_lexemes) = 0 then
+            v_lexemes := null;  -- only stop words: nothing to match on
+        else
+            -- pgmem._tsq(p_query), without tokenizing the query a second time.
+            v_tsquery := (select pg_catalog.to_tsquery('pg_catalog.simple'::regconfig,
+                                     pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | '))
+                          from pg_catalog.unnest(v_lexemes) as l(lexeme));
+        end if;
+    end if;
+    -- MMR re-ranks a few times k (LangChain's fetch_k = 20 for k = 4).
+    v_pool := greatest(v_settings.candidate_pool, p_k,
+                                  case when p_mmr_lambda is not null then 4 * p_k else 0 end);
+
+    if p_embedding is not null and v_at >= v_now then
+        -- Counting stops one past the limit: cheap however big the subject.
+        select pg_catalog.count(*) into v_subject_rows
+        from (select from pgmem.memories as m
+              where m.tenant_id = v_tenant and m.subject = p_subject and m.status = 'active'
+              limit v_settings.exact_scan_limit + 1) as s;
+    end if;
+
+    if v_subject_rows > v_settings.exact_scan_limit then
+        -- Big subject, approximate: HNSW, planned for these values (a
+        -- generic plan cannot tell this subject from an average one).
+        perform pg_catalog.set_config('hnsw.ef_search', least(v_pool, 1000)::text, true);
+        execute $q$
+            select coalesce(pg_catalog.array_agg(n.memory_id), '{}')
+            from (select m.memory_id
+                  from pgmem.memories as m
+                  where m.tenant_id = $1 and m.subject = $2 and m.status = 'active'
+                    and m.valid_from <= $3 and (m.valid_to is null or m.valid_to > $3)
+                    and (m.expires_at is null or m.expires_at > $4)
+                    and ($5::text[] is null or m.kind = any($5))
+                    and ($6::text is null or m.session_id = $6)
+                    and ($7::timestamptz is null or m.created_at >= $7)
+                    and ($8::timestamptz is null or m.created_at < $8)
+                    and ($9::jsonb is null or m.metadata @> $9)
+                  order by m.embedding operator(public.<=>) $10
+                  limit $11) as n
+        $q$
+        into v_ids
+        using v_tenant, p_subject, v_at, v_now, p_kinds, p_session_id, p_since, p_until, p_metadata,
+              p_embedding, v_pool;
+        if v_lexemes is not null then
+            -- Under row-level security the planner may not use memories_fts:
+            -- @@ is not leakproof, so it cannot run before the policy. A
+            -- tenant role filters the subject's rows; BYPASSRLS roles get GIN.
+            execute $q$
+                select coalesce(pg_catalog.array_agg(n.memory_id), '{}')
+                from (select m.memory_id
+                      from pgmem.memories as m
+                      where m.tenant_id = $1 and m.subject = $2 and m.status = 'active'
+                        and m.fts @@ $3
+                        and m.valid_from <= $4 and (m.valid_to is null or m.valid_to > $4)
+                        and (m.expires_at is null or m.expires_at > $5)
+                        and ($6::text[] is null or m.kind = any($6))
+                        and ($7::text is null or m.session_id = $7)
+                        and ($8::timestamptz is null or m.created_at >= $8)
+                        and ($9::timestamptz is null or m.created_at < $9)
+                        and ($10::jsonb is null or m.metadata @> $10)
+                      order by pg_catalog.length(m.fts) - pg_catalog.length(pg_catalog.ts_delete(m.fts, $11)) desc,
+                               pg_catalog.ts_rank_cd(m.fts, $3) desc, m.memory_id desc
+                      limit $12) as n
+            $q$
+            into v_text_ids
+            using v_tenant, p_subject, v_tsquery, v_at, v_now, p_kinds, p_session_id, p_since, p_until,
+                  p_metadata, v_lexemes, v_pool;
+            v_ids := v_ids || v_text_ids;
+        end if;
+    elsif p_embedding is not null or v_lexemes is not null then
+        -- Exact, in one pass over the subject's rows (btree memories_subject):
+        -- the distance and the number of query terms each row holds; the
+        -- nearest and the best-matching rows become the candidates. Sorting
+        -- outside the materialized CTE keeps the HNSW index out of the plan.
+        with scan as materialized (
+            select m.memory_id,
+                   m.embedding operator(public.<=>) p_embedding as distance,
+                   pg_catalog.length(m.fts) - pg_catalog.length(pg_catalog.ts_delete(m.fts, v_lexemes)) as matched,
+                   m.fts
+            from pgmem.memories as m
+            where m.tenant_id = v_tenant and m.subject = p_subject and m.status = any(v_statuses)
+              and m.valid_from <= v_at and (m.valid_to is null or m.valid_to > v_at)
+              and (m.expires_at is null or m.expires_at > v_now)
+              and (p_kinds is null or m.kind = any(p_kinds))
+              and (p_session_id is null or m.session_id = p_session_id)
+              and (p_since is null or m.created_at >= p_since)
+              and (p_until is null or m.created_at < p_until)
+              and (p_metadata is null or m.metadata @> p_metadata)
+        )
+        select array(select s.memory_id from scan as s where s.distance is not null
+                     order by s.distance limit v_pool)
+               || array(select s.memory_id from scan as s where s.matched > 0
+                        order by s.matched desc, pg_catalog.ts_rank_cd(s.fts, v_tsquery) desc, s.memory_id desc
+                        limit v_pool)
+        into v_ids;
+    elsif pg_catalog.btrim(coalesce(p_query, '')) = '' then
+        -- No query at all: rank every visible memory by importance and
+        -- recency. (A query of stop words only matches nothing.)
+        v_ids := array(
+            select m.memory_id
+            from pgmem.memories as m
+            where m.tenant_id = v_tenant and m.subject = p_subject and m.status = any(v_statuses));
+    end if;
+
+    return query
+    with recursive
+    direct as materialized (
+        select r.*, (v_settings.w_relevance::double precision * r.relevance + r.base_score)::real as score
+        from pgmem._recall_rows(v_tenant, v_settings, p_subject, v_ids, p_embedding, v_lexemes, v_now, v_at,
+                                p_kinds, p_session_id, p_since, p_until, p_metadata) as r
+    ),
+    ranked as materialized (
+        select d.*, pg_catalog.row_number() over (order by d.score desc, d.memory_id desc) as rank
+        from direct as d
+        where d.score >= coalesce(p_min_score, 0)::real
+    ),
+    -- Maximal marginal relevance (Carbonell & Goldstein 1998), greedily:
+    -- next = argmax λ·score − (1 − λ)·max cosine similarity to those picked.
+    mmr (step, memory_id, picked, vectors) as (
+        select 1, r.memory_id, array[r.memory_id], array[r.embedding]
+        from ranked as r
+        where p_mmr_lambda is not null and r.rank = 1
+        union all
+        select m.step + 1, n.memory_id, m.picked || n.memory_id, m.vectors || n.embedding
+        from mmr as m
+        cross join lateral (
+            select r.memory_id, r.embedding
+            from ranked as r
+            where r.rank <= v_pool and r.memory_id <> all(m.picked)
+            order by p_mmr_lambda * r.score - (1 - p_mmr_lambda) * coalesce(
+                         (select pg_catalog.max(1 - (r.embedding operator(public.<=>) v.vector))
+                          from pg_catalog.unnest(m.vectors) as v(vector)), 0) desc,
+                     r.rank
+            limit 1
+        ) as n
+        where m.step < p_k
+    ),
+    picked as materialized (
+        select r.* from ranked as r where p_mmr_lambda is null and r.rank <= p_k
+        union all
+        select r.* from ranked as r join mmr as m on m.memory_id = r.memory_id
+    ),
+    -- Breadth-first over memory_links, one row per hop holding the whole
+    -- frontier, so each memory is reached once, by its shortest path (best
+    -- inherited relevance among equals). Only visible memories of the same
+    -- subject are walked through; the filters apply to what is returned.
+    walk (hop, ids, relevances, vias, links, visited) as (
+        select 0, pg_catalog.array_agg(p.memory_id), pg_catalog.array_agg(p.relevance),
+               pg_catalog.array_agg(null::bigint), pg_catalog.array_agg(null::text), pg_catalog.array_agg(p.memory_id)
+        from picked as p
+        where p_hops > 0
+        having pg_catalog.count(*) > 0
+        union all
+        select w.hop + 1, n.ids, n.relevances, n.vias, n.links, w.visited || n.ids
+        from walk as w
+        cross join lateral (
+            select pg_catalog.array_agg(x.other order by x.other),
+                   pg_catalog.array_agg(x.relevance order by x.other),
+                   pg_catalog.array_agg(x.via order by x.other),
+                   pg_catalog.array_agg(x.link_type order by x.other)
+            from (
+                select distinct on (e.other) e.other, (f.relevance * e.weight)::real as relevance, f.id as via,
+                       e.link_type
+                -- unnest of several arrays is syntax (ROWS FROM), not a pg_catalog function.
+                from unnest(w.ids, w.relevances) as f(id, relevance)
+                cross join lateral (
+                    select l.to_id, l.link_type, l.weight
+                    from pgmem.memory_links as l
+                    where l.tenant_id = v_tenant and l.from_id = f.id
+                    union all
+                    select l.from_id, l.link_type, l.weight
+                    from pgmem.memory_links as l
+                    where l.tenant_id = v_tenant and l.to_id = f.id
+                ) as e(other, link_type, weight)
+                join pgmem.memories as m on m.tenant_id = v_tenant and m.memory_id = e.other
+                where e.other <> all(w.visited)
+                  and m.subject = p_subject and m.status = any(v_statuses)
+                  and m.valid_from <= v_at and (m.valid_to is null or m.valid_to > v_at)
+                  and (m.expires_at is null or m.expires_at > v_now)
+                order by e.other, f.relevance * e.weight desc, f.id
+            ) as x
+        ) as n(ids, relevances, vias, links)
+        where w.hop < p_hops and n.ids is not null
+    ),
+    reached as materialized (
+        select w.hop, u.memory_id, u.relevance, u.via, u.link_type
+        from walk as w
+        cross join lateral unnest(w.ids, w.relevances, w.vias, w.links)
+            as u(memory_id, relevance, via, link_type)
+        where w.hop > 0
+    ),
+    ripple as (
+        select r.memory_id, r.content, r.kind, s.score, c.relevance, r.importance, r.recency, r.access_boost,
+               null::real as similarity, null::real as text_match, c.hop, c.via, c.link_type,
+               r.session_id, r.status, r.pinned, r.access_count, r.last_accessed_at, r.created_at,
+               r.valid_from, r.valid_to, r.metadata
+        from reached as c
+        join pgmem._recall_rows(v_tenant, v_settings, p_subject, array(select c2.memory_id from reached as c2),
+                                p_embedding, v_lexemes, v_now, v_at,
+                                p_kinds, p_session_id, p_since, p_until, p_metadata) as r
+            on r.memory_id = c.memory_id
+        cross join lateral (
+            select (pg_catalog.power(v_settings.ripple_damping::double precision, c.hop)
+                    * (v_settings.w_relevance::double precision * c.relevance + r.base_score))::real as score
+        ) as s
+        where s.score >= coalesce(p_min_score, 0)::real
+          and p_hops > 0  -- a one-time filter: without hops _recall_rows is not even called
+        order by s.score desc, r.memory_id desc
+        limit p_k
+    )
+    select p.memory_id, p.content, p.kind, p.score, p.relevance, p.importance, p.recency, p.access_boost,
+           p.similarity, p.text_match, 0, null::bigint, null::text,
+           p.session_id, p.status, p.pinned, p.access_count, p.last_accessed_at, p.created_at,
+           p.valid_from, p.valid_to, p.metadata
+    from picked as p
+    union all
+    select * from ripple
+    order by 4 desc, 1 desc;
+end
+$$;
+
+comment on function pgmem._recall(text, text, public.vector, integer, text[], text, timestamptz, timestamptz,
+                                  timestamptz, jsonb, double precision, double precision, integer, timestamptz) is
+    'Internal to recall and context: the ranked rows of a recall, without reinforcement.';
+
+create or replace function pgmem._reinforce(p_memory_ids bigint[], p_now timestamptz default null)
+returns integer
+language sql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- SKIP LOCKED: a recall never waits for a writer or a maintenance pass
+    -- holding the row; that access simply goes uncounted. Rows lock in
+    -- key order (index scan over the sorted array), so recalls cannot deadlock.
+    with touched as (
+        update pgmem.memories as m
+        set access_count = m.access_count + 1,
+            last_accessed_at = greatest(m.last_accessed_at, coalesce(p_now, pg_catalog.now()))
+        from (select l.tenant_id, l.memory_id
+              from pgmem.memories as l
+              where l.tenant_id = pgmem._require_tenant() and l.memory_id = any(p_memory_ids)
+              for no key update skip locked) as l
+        where m.tenant_id = l.tenant_id and m.memory_id = l.memory_id
+        returning 1
+    )
+    select pg_catalog.count(*)::integer from touched
+$$;
+
+comment on function pgmem._reinforce(bigint[], timestamptz) is
+    'Internal to recall and context: access_count + 1 and last_accessed_at = now for the given memories of the bound tenant; returns how many (rows locked by another transaction are skipped).';
+
+create or replace function pgmem.recall(
+    p_subject text,
+    p_query text default null,
+    p_embedding public.vector default null,
+    p_k integer default 10,
+    p_kinds text[] default null,
+    p_session_id text default null,
+    p_since timestamptz default null,
+    p_until timestamptz default null,
+    p_as_of timestamptz default null,
+    p_metadata jsonb default null,
+    p_min_score double precision default 0,
+    p_mmr_lambda double precision default null,
+    p_hops integer default 0,
+    p_reinforce boolean default true,
+    p_now timestamptz default null
+)
+returns table (
+    memory_id bigint,
+    content text,
+    kind text,
+    score real,
+    relevance real,
+    importance real,
+    recency real,
+    access_boost real,
+    similarity real,
+    text_match real,
+    hops integer,
+    via_memory_id bigint,
+    via_link text,
+    session_id text,
+    status text,
+    pinned boolean,
+    access_count integer,
+    last_accessed_at timestamptz,
+    created_at timestamptz,
+    valid_from timestamptz,
+    valid_to timestamptz,
+    metadata jsonb
+)
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if not coalesce(p_reinforce, true) then
+        -- No write at all: works in read-only transactions and on replicas.
+        return query
+        select * from pgmem._recall(p_subject, p_query, p_embedding, p_k, p_kinds, p_session_id, p_since, p_until,
+                                    p_as_of, p_metadata, p_min_score, p_mmr_lambda, p_hops, p_now);
+        return;
+    end if;
+    -- A materialized CTE runs once: every returned row is reinforced by one
+    -- UPDATE, after the ranking has read the rows as they were.
+    return query
+    with ranked as materialized (
+        select * from pgmem._recall(p_subject, p_query, p_embedding, p_k, p_kinds, p_session_id, p_since, p_until,
+                                    p_as_of, p_metadata, p_min_score, p_mmr_lambda, p_hops, p_now)
+    ),
+    reinforced as materialized (
+        select pgmem._reinforce(array(select r.memory_id from ranked as r), p_now) as n
+    )
+    select r.* from ranked as r left join reinforced on true
+    order by r.score desc, r.memory_id desc;
+end
+$$;
+
+comment on function pgmem.recall(text, text, public.vector, integer, text[], text, timestamptz, timestamptz,
+                                 timestamptz, jsonb, double precision, double precision, integer, boolean, timestamptz) is
+    'Ranks a subject''s memories for a query text and/or embedding: the k best (score = w_relevance·relevance + '
+    'w_importance·importance + w_recency·recency + w_access·access_boost, weights from the tenant''s settings), '
+    'each with its score parts, plus up to k memories linked to them when p_hops > 0 (hops, via_memory_id, via_link; '
+    'score damped by ripple_damping per hop). Filters: p_kinds, p_session_id, created_at in [p_since, p_until), '
+    'metadata @> p_metadata, score >= p_min_score; p_as_of returns what was valid then, superseded facts included. '
+    'p_mmr_lambda (0..1) picks a diverse set (maximal marginal relevance). Returned memories are reinforced '
+    '(access_count + 1, last access = p_now) unless p_reinforce => false; access_count and last_accessed_at are '
+    'returned as they were before. Relevance = 0.75·cosine similarity + 0.25·share of query terms matched.';
+
+create or replace function pgmem._estimate_tokens(p_text text)
+returns integer
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Tokenizers spend about one token per CJK character and one per four
+    -- characters of English (OpenAI's rule of thumb); the CJK ranges are
+    -- those pgmem._tsv splits into bigrams.
+    select c.cjk + ((pg_catalog.length(p_text) - c.cjk + 3) / 4)
+    from (select pg_catalog.length(pg_catalog.regexp_replace(p_text, '[^㐀-䶿一-鿿豈-﫿぀-ヿ가-힯]+', '', 'g')) as cjk) as c
+$$;
+
+comment on function pgmem._estimate_tokens(text) is
+    'Rough token count of a text: 1 per CJK character plus 1 per 4 other characters (rounded up).';
+
+create or replace function pgmem.context(
+    p_subject text,
+    p_query text default null,
+    p_embedding public.vector default null,
+    p_token_budget integer default 500,
+    p_k integer default 50,
+    p_kinds text[] default null,
+    p_session_id text default null,
+    p_as_of timestamptz default null,
+    p_min_score double precision default 0,
+    p_hops integer default 0,
+    p_reinforce boolean default true,
+    p_now timestamptz default null
+)
+returns text
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_block text;
+    v_packed bigint[];
+begin
+    if p_token_budget is null or p_token_budget < 0 then
+        raise exception 'the token budget must be zero or more, not %', coalesce(p_token_budget::text, 'NULL')
+            using errcode = '22023';
+    end if;
+    with recalled as (
+        select r.memory_id, r.content, r.kind, r.score, r.valid_from, r.valid_to,
+               case r.kind when 'preference' then 1 when 'semantic' then 2 when 'episodic' then 3 else 4 end as section,
+               case r.kind when 'preference' then 'Preferences' when 'semantic' then 'Facts'
+                           when 'episodic' then 'Episodes' else 'Procedures' end as heading
+        from pgmem._recall(p_subject, p_query, p_embedding, p_k, p_kinds, p_session_id, null, null, p_as_of, null,
+                           p_min_score, null, p_hops, p_now) as r
+    ),
+    lines as (
+        select c.*,
+               '- [' || pg_catalog.to_char(c.valid_from, 'YYYY-MM-DD')
+                   || coalesce(' to ' || pg_catalog.to_char(c.valid_to, 'YYYY-MM-DD'), '') || '] '
+                   || pg_catalog.regexp_replace(c.content, '\s+', ' ', 'g') as line
+        from recalled as c
+    ),
+    costed as (
+        -- A line costs itself and its newline; the first line of a section
+        -- also pays for the heading and the blank line before it. The sum of
+        -- the parts bounds the estimate of the whole block from above.
+        select l.*,
+               pgmem._estimate_tokens(l.line || E'\n')
+                   + case when pg_catalog.row_number() over (partition by l.section
+                                                                order by l.score desc, l.memory_id desc) = 1
+                          then pgmem._estimate_tokens(E'\n## ' || l.heading || E'\n') else 0 end as cost
+        from lines as l
+    ),
+    packed as (
+        -- Most relevant first, until the next one would not fit.
+        select c.*
+        from (select c.*, pg_catalog.sum(c.cost) over (order by c.score desc, c.memory_id desc) as running
+              from costed as c) as c
+        where c.running <= p_token_budget
+    ),
+    sections as (
+        select p.section,
+               '## ' || pg_catalog.min(p.heading) || E'\n'
+                   || pg_catalog.string_agg(p.line, E'\n' order by p.score desc, p.memory_id desc) as body
+        from packed as p
+        group by p.section
+    )
+    select coalesce(pg_catalog.string_agg(s.body, E'\n\n' order by s.section), ''),
+           (select pg_catalog.array_agg(p.memory_id) from packed as p)
+    into v_block, v_packed
+    from sections as s;
+
+    if coalesce(p_reinforce, true) and v_packed is not null then
+        perform pgmem._reinforce(v_packed, p_now);
+    end if;
+    return v_block;
+end
+$$;
+
+comment on function pgmem.context(text, text, public.vector, integer, integer, text[], text, timestamptz, double precision,
+                                  integer, boolean, timestamptz) is
+    'A prompt block of a subject''s memories for a query: sections Preferences, Facts, Episodes, Procedures, each '
+    'line "- [valid-from date] content", most relevant first (pgmem.recall''s ranking), cut to p_token_budget '
+    '(estimated: 1 token per CJK character, 1 per 4 other characters). Only the memories in the block are reinforced.';
