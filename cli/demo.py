@@ -60,7 +60,10 @@ def _when(value: Any) -> str:
 def demo(
     dsn: DsnOption = None,
     keep: Annotated[
-        bool, typer.Option("--keep/--reset", help="Keep an earlier demo tenant instead of starting over.")
+        bool,
+        typer.Option(
+            "--keep/--reset", help="Keep an earlier demo tenant instead of starting over."
+        ),
     ] = False,
 ) -> None:
     """Run the end-to-end demo (embedded server unless --dsn/PGMEM_DSN)."""
@@ -76,11 +79,15 @@ def _run(dsn: str, keep: bool) -> None:
 
     _step(f"2. Tenant '{TENANT}'")
     with psycopg.connect(dsn, autocommit=True) as conn:
-        exists = conn.execute("select 1 from pgmem.tenants where tenant_id = %s", (TENANT,)).fetchone()
+        exists = conn.execute(
+            "select 1 from pgmem.tenants where tenant_id = %s", (TENANT,)
+        ).fetchone()
         if exists and not keep:
             conn.execute("select pgmem.drop_tenant(%s)", (TENANT,))
         conn.execute("select pgmem.create_tenant(%s, %s)", (TENANT, "pgmem demo"))
-    console.print(f"tenant [bold]{TENANT}[/bold] ready (row-level security confines every query to it)")
+    console.print(
+        f"tenant [bold]{TENANT}[/bold] ready (row-level security confines every query to it)"
+    )
 
     _step("3. An app queues the conversation with plain SQL: pgmem.enqueue(...)")
     with psycopg.connect(dsn) as conn, conn.transaction():
@@ -129,7 +136,10 @@ def _run(dsn: str, keep: bool) -> None:
             rejects,
             as_json=False,
             columns=["event", "details", "created_at"],
-            formatters={"details": lambda d: json.dumps(d, ensure_ascii=False), "created_at": _when},
+            formatters={
+                "details": lambda d: json.dumps(d, ensure_ascii=False),
+                "created_at": _when,
+            },
         )
 
         _step("9. Recall: hybrid vector + full-text, scored in SQL (pgmem.recall)")
@@ -156,6 +166,6 @@ def _run(dsn: str, keep: bool) -> None:
         block = memory.context("What should I keep in mind when answering this user?", USER, 300)
         console.print(Panel(block, title="context (≤ 300 tokens)"), highlight=False)
     console.print(
-        "\nNext: `pgmem search -t demo -u lilei \"theme\"`, `pgmem db psql`, "
+        '\nNext: `pgmem search -t demo -u lilei "theme"`, `pgmem db psql`, '
         "`pgmem --help`; README.md has the SQL API."
     )

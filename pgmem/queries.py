@@ -30,12 +30,12 @@ __all__ = [
     "FORGET",
     "GET_MEMORY",
     "HISTORY",
-    "SUBJECT_EVENTS",
     "LIST_MEMORIES",
     "MEMORY_STATS",
     "PIN",
     "RECALL",
     "REMEMBER_MANY",
+    "SUBJECT_EVENTS",
     "TENANT_DIMS",
     "UPDATE_MEMORY",
 ]

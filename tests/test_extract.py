@@ -1,8 +1,6 @@
 """Rule-based fact extraction, the safety filter and the offline merge rule: pure
 Python, no database and no network."""
 
-# Chinese text uses full-width punctuation on purpose.
-# ruff: noqa: RUF001
 
 from __future__ import annotations
 

@@ -5,8 +5,6 @@ The server is ``http.server`` on 127.0.0.1 (ephemeral port) answering
 through the real ``openai`` client, its HTTP stack, timeouts and retries. No mocks.
 """
 
-# Chinese text uses full-width punctuation on purpose.
-# ruff: noqa: RUF001
 
 from __future__ import annotations
 

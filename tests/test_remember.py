@@ -2,7 +2,6 @@
 the events each one writes, history kept for superseded facts, the merge
 queue, redaction and injection on the way in, and real concurrent writers."""
 
-# ruff: noqa: RUF001 (Chinese test data uses full-width punctuation on purpose)
 from __future__ import annotations
 
 import hashlib

@@ -2,7 +2,6 @@
 personal data are redacted, ordinary numbers are left alone (pgmem.redact,
 pgmem.detect_injection, pgmem.safety_rules)."""
 
-# ruff: noqa: RUF001 (Chinese test data uses full-width punctuation on purpose)
 from __future__ import annotations
 
 import uuid

@@ -19,7 +19,6 @@ Rules and the LLM prompt both follow this, and LLM triples are passed through
 """
 
 # Chinese text and curly quotes appear on purpose.
-# ruff: noqa: RUF001
 
 from __future__ import annotations
 

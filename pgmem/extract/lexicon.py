@@ -4,8 +4,6 @@ Lists are written as compact text blocks (words split on whitespace, phrases on 
 so that they stay readable and easy to extend.
 """
 
-# Chinese text uses full-width punctuation on purpose.
-# ruff: noqa: RUF001
 
 from __future__ import annotations
 

@@ -26,7 +26,6 @@ ignored, kinds are mapped from common synonyms (unknown ones dropped), importanc
 """
 
 # Chinese text and curly quotes appear on purpose.
-# ruff: noqa: RUF001
 
 from __future__ import annotations
 

@@ -16,7 +16,6 @@ nothing.
 """
 
 # Chinese text and curly quotes appear on purpose.
-# ruff: noqa: RUF001
 
 from __future__ import annotations
 

@@ -38,8 +38,6 @@ answer, limits, routines and standing instructions ``procedural``. Triples follo
 the slot conventions of :mod:`.facts`.
 """
 
-# Chinese text uses full-width punctuation on purpose.
-# ruff: noqa: RUF001, RUF002
 
 from __future__ import annotations
 

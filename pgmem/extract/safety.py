@@ -14,7 +14,6 @@ zero-width characters removed, runs of whitespace collapsed to one space.
 """
 
 # Chinese text and curly quotes appear on purpose.
-# ruff: noqa: RUF001
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """Text handling shared by the rules: sentences and clauses, small talk, questions,
 and rewriting a first-person clause into a standalone statement about the user."""
 
-# Chinese text uses full-width punctuation on purpose.
-# ruff: noqa: RUF001, RUF003
 
 from __future__ import annotations
 
