@@ -165,3 +165,22 @@ def test_normalized_content_ignores_case_space_and_punctuation(admin: psycopg.Co
         ("I like  Dark themes!", "i like dark themes", "我喜欢深色主题。", "我喜欢浅色主题"),
     ).fetchone()
     assert row == (True, False)
+
+
+def test_execute_rights_follow_the_grants_file(admin: psycopg.Connection) -> None:
+    def executable_by(role: str) -> set[str]:
+        return {
+            r[0]
+            for r in admin.execute(
+                "select p.proname from pg_proc p where p.pronamespace = 'pgmem'::regnamespace"
+                " and has_function_privilege(%s, p.oid, 'execute')",
+                (role,),
+            )
+        }
+
+    assert executable_by("public") == set()
+    app = executable_by("pgmem_app")
+    assert {"remember", "recall", "context", "forget", "erase_subject", "enqueue", "decay"} <= app
+    admin_only = {"create_tenant", "drop_tenant", "run_job", "maintain", "schedule", "unschedule"}
+    assert app & admin_only == set()
+    assert executable_by("pgmem_readonly") & {"remember", "forget", "run_job"} == set()

@@ -230,8 +230,6 @@ $$;
 comment on function pgmem.drop_tenant(text) is
     'Removes a tenant, every row it owns in every pgmem table and its login roles; returns how many memories went. Needs pgmem_admin rights.';
 
-revoke all on function pgmem.create_tenant(text, text), pgmem.create_tenant_login(text, text, name),
-    pgmem.drop_tenant(text) from public;
 
 create or replace function pgmem.tenant_summary()
 returns table (tenant_id text, display_name text, login_roles name[], subjects bigint,
@@ -255,5 +253,3 @@ $$;
 
 comment on function pgmem.tenant_summary() is
     'One row per visible tenant: login roles, subjects and active memories. Login roles need read access to pgmem._tenant_logins (admins).';
-
-revoke all on function pgmem.tenant_summary() from public;

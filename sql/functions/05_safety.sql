@@ -393,12 +393,3 @@ $$;
 
 comment on function pgmem.redact(text) is
     'The text with secrets and personal data replaced by [REDACTED:<kind>] (kinds: phone, email, id_card, bank_card, password, api_key, token, private_key; rules in pgmem.safety_rules). pgmem.remember applies it before storing.';
-
-revoke all on function pgmem._safety_fold(text), pgmem._detect_injection_many(text[]), pgmem._luhn_valid(text),
-    pgmem._replace_luhn(text, text, text, text), pgmem._redact_many(text[]), pgmem._redact_objects(text[], text[])
-from public;
-revoke all on function pgmem.safety_rules(), pgmem.detect_injection(text), pgmem.redact(text) from public;
--- Helpers are granted too: these functions run as their caller (security invoker).
-grant execute on function pgmem._safety_fold(text), pgmem._detect_injection_many(text[]), pgmem._luhn_valid(text),
-    pgmem._replace_luhn(text, text, text, text), pgmem._redact_many(text[]), pgmem._redact_objects(text[], text[]),
-    pgmem.safety_rules(), pgmem.detect_injection(text), pgmem.redact(text) to pgmem_app;

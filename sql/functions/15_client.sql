@@ -159,8 +159,3 @@ comment on function pgmem.update_memory(bigint, text, real[], real, text, jsonb,
     'pgmem.remember''s; pass its p_embedding, or the embedding is cleared for the worker to recompute. New content '
     'without a new triple clears the old triple. Returns the row. Errors: PM022 unknown id, PM050 not active, '
     'PM051 same as another active memory, PM052 prompt injection, PM010-PM020 invalid input.';
-
-revoke all on function pgmem.update_memory(bigint, text, real[], real, text, jsonb, text, text, text, timestamptz)
-    from public;
-grant execute on function pgmem.update_memory(bigint, text, real[], real, text, jsonb, text, text, text, timestamptz)
-    to pgmem_app;

@@ -428,18 +428,7 @@ $$;
 comment on function pgmem.restore(bigint, timestamptz) is
     'Brings an archived memory back into recall (active, last access = p_now, a passed expiry cleared) and logs a restore event; returns the row. Unknown id: PM030; not archived: PM031; an active duplicate exists: PM032.';
 
--- Tenant roles may maintain and restore their own memories (RLS confines
--- them); pgmem_admin runs them across tenants.
-revoke all on function pgmem._decayed(real, double precision, timestamptz, timestamptz),
-    pgmem._decay_step(), pgmem._maintenance_scope(text),
-    pgmem.decay(timestamptz, text), pgmem.archive(timestamptz, text),
-    pgmem.enforce_capacity(timestamptz, text), pgmem.purge(timestamptz, text),
-    pgmem.restore(bigint, timestamptz) from public;
-grant execute on function pgmem._decayed(real, double precision, timestamptz, timestamptz),
-    pgmem._decay_step() to pgmem_app, pgmem_readonly;
-grant execute on function pgmem._maintenance_scope(text),
-    pgmem.decay(timestamptz, text), pgmem.archive(timestamptz, text),
-    pgmem.enforce_capacity(timestamptz, text), pgmem.purge(timestamptz, text),
-    pgmem.restore(bigint, timestamptz) to pgmem_app;
+-- Function grants: 99_grants.sql. Tenant roles may maintain and restore
+-- their own memories (RLS confines them); pgmem_admin runs them across tenants.
 revoke all on pgmem._decay_policy from public;
 grant select on pgmem._decay_policy to pgmem_app, pgmem_readonly;

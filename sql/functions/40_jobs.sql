@@ -321,14 +321,3 @@ $$;
 
 comment on function pgmem.scheduled_jobs() is
     'pgmem''s pg_cron jobs for this database with their last start and status (cron.job_run_details); empty when pg_cron is not installed here or the caller may not read it.';
-
-revoke all on function pgmem._job_names(), pgmem._job_lock_key(text), pgmem._job_lock_holder(text),
-    pgmem.run_job(text, timestamptz, text), pgmem.maintain(timestamptz, text),
-    pgmem.cron_plan(text, text, text, text), pgmem._require_cron(text),
-    pgmem.schedule(text, text, text, text), pgmem.unschedule(), pgmem.scheduled_jobs() from public;
-grant execute on function pgmem._job_names(), pgmem._job_lock_key(text), pgmem._job_lock_holder(text),
-    pgmem.run_job(text, timestamptz, text), pgmem.maintain(timestamptz, text),
-    pgmem.cron_plan(text, text, text, text), pgmem._require_cron(text),
-    pgmem.schedule(text, text, text, text), pgmem.unschedule() to pgmem_admin;
-grant execute on function pgmem.cron_plan(text, text, text, text), pgmem.scheduled_jobs()
-    to pgmem_admin, pgmem_readonly;

@@ -140,10 +140,3 @@ $$;
 
 comment on function pgmem.retry_failed_jobs(bigint) is
     'Puts failed inbox jobs (all visible ones, or one id) back in the queue; returns how many.';
-
-revoke all on function pgmem.enqueue(text, jsonb, text, text, jsonb, timestamptz),
-    pgmem.claim_jobs(integer, timestamptz), pgmem.finish_job(text, bigint, jsonb),
-    pgmem.fail_job(text, bigint, text, integer, timestamptz), pgmem.retry_failed_jobs(bigint) from public;
-grant execute on function pgmem.enqueue(text, jsonb, text, text, jsonb, timestamptz),
-    pgmem.claim_jobs(integer, timestamptz), pgmem.finish_job(text, bigint, jsonb),
-    pgmem.fail_job(text, bigint, text, integer, timestamptz), pgmem.retry_failed_jobs(bigint) to pgmem_app;

@@ -276,8 +276,3 @@ $$;
 
 comment on function pgmem.merge(bigint, bigint, text, real[], timestamptz) is
     'Merges near-duplicate p_other_id into p_keep_id: the other row becomes status merged with a merged_into link, the kept row takes p_content/p_embedding when given (injection-checked, redacted) and the stronger of both rows'' importance, pins and history; merge events on both. Returns merged, already_merged (repeat: no change) or skipped (either row no longer active). PM022 unknown id, PM060 same id or different subjects.';
-
-revoke all on function pgmem.claim_unembedded(integer), pgmem._check_embedding(pgmem.settings, real[]),
-    pgmem.set_embedding(bigint, real[], text), pgmem.merge(bigint, bigint, text, real[], timestamptz) from public;
-grant execute on function pgmem.claim_unembedded(integer), pgmem._check_embedding(pgmem.settings, real[]),
-    pgmem.set_embedding(bigint, real[], text), pgmem.merge(bigint, bigint, text, real[], timestamptz) to pgmem_app;

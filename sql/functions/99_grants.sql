@@ -1,0 +1,38 @@
+-- Who may execute what, in one place. Applied last, after every function
+-- of sql/ exists, at the end of every migration.
+--
+-- Functions run as their caller (security invoker) with row-level security,
+-- so what a role may do is decided by the tables' policies, not by which
+-- functions it can call. Applications get the whole API and the internal
+-- helpers it calls; administration (tenants, cross-tenant maintenance, the
+-- pg_cron jobs) stays with pgmem_admin, the owner, and its members.
+
+revoke all on all functions in schema pgmem from public;
+
+grant execute on all functions in schema pgmem to pgmem_app;
+
+revoke execute on function
+    pgmem.create_tenant(text, text),
+    pgmem.create_tenant_login(text, text, name),
+    pgmem.drop_tenant(text),
+    pgmem.tenant_summary(),
+    pgmem._job_names(),
+    pgmem._job_lock_key(text),
+    pgmem._job_lock_holder(text),
+    pgmem._require_cron(text),
+    -- security definer: bypasses RLS to cover every tenant.
+    pgmem.run_job(text, timestamptz, text),
+    pgmem.maintain(timestamptz, text),
+    pgmem.cron_plan(text, text, text, text),
+    pgmem.schedule(text, text, text, text),
+    pgmem.unschedule(),
+    pgmem.scheduled_jobs()
+from pgmem_app;
+
+-- DBAs: what the views call, and what is scheduled.
+grant execute on function
+    pgmem._decayed(real, double precision, timestamptz, timestamptz),
+    pgmem._decay_step(),
+    pgmem.cron_plan(text, text, text, text),
+    pgmem.scheduled_jobs()
+to pgmem_readonly;
