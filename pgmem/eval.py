@@ -1,0 +1,1053 @@
+"""Retrieval quality on LoCoMo: how well ``pgmem.recall`` finds the turns that answer a question.
+
+LoCoMo (Maharana et al. 2024, "Evaluating Very Long-Term Conversational Memory of LLM
+Agents") has long two-person conversations split into dated sessions, and questions whose
+``evidence`` names the turns (``dia_id`` such as ``D3:12``: session 3, turn 12) that
+answer them. This module
+
+1. loads the file (:func:`load_locomo`), repairing malformed evidence ids;
+2. creates a scratch database, migrates it and stores every turn as a real pgmem memory
+   (:func:`ingest`): episodic, of the conversation's subject, dated with its session,
+   ``metadata.dia_id`` set, and linked (``same_session``) to the turns before and after it;
+3. asks every question (category 5, adversarial, is skipped: its "evidence" points at
+   distractors) through ``pgmem.recall`` in several modes, and, for reference, through
+   plain SQL baselines (ts_rank, cosine, their reciprocal-rank fusion);
+4. reports recall@k: the fraction of a question's evidence turns among the first k
+   memories returned, averaged per category and over all questions.
+
+Python only loads, embeds, stores and counts. Ranking is the engine's: a mode is a set of
+``pgmem.recall`` arguments under the run's tenant settings, never a Python re-ranking.
+Results and what each engine feature adds: docs/eval.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+from psycopg.rows import dict_row
+
+from pgmem import schema
+from pgmem.embed import Embedder
+
+__all__ = [
+    "CATEGORY_NAMES",
+    "DEFAULT_DATABASE",
+    "KS",
+    "MODES",
+    "TENANT",
+    "Conversation",
+    "EvalError",
+    "Mode",
+    "ModeResult",
+    "Question",
+    "Report",
+    "Session",
+    "Turn",
+    "embed_by_length",
+    "evaluate",
+    "evaluated_questions",
+    "ingest",
+    "load_locomo",
+    "normalize_evidence",
+    "parse_session_date",
+    "question_period",
+    "question_window",
+    "recall_at",
+    "run_locomo",
+    "scratch_database",
+    "set_tenant_settings",
+    "tenant_connection",
+]
+
+# LoCoMo's question categories, as numbered in the released data.
+CATEGORY_NAMES: Mapping[int, str] = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
+# Adversarial questions are unanswerable by design, so retrieving the turns they
+# cite is no success; the baselines this is compared with skip them as well.
+SKIPPED_CATEGORIES = frozenset({5})
+KS = (5, 10)
+
+DEFAULT_DATABASE = "pgmem_eval"
+TENANT = "locomo"
+# Marks a database this module created, so a later run may drop and recreate
+# it; a database without the mark is never dropped.
+_DATABASE_MARK = "pgmem eval scratch database (dropped and recreated by pgmem eval)"
+
+
+class EvalError(RuntimeError):
+    """The evaluation cannot run as asked; the message says why."""
+
+
+# ------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class Turn:
+    dia_id: str
+    speaker: str
+    text: str
+    caption: str | None = None  # BLIP caption of a shared image, when the turn has one
+
+    def content(self, *, captions: bool = False) -> str:
+        """The memory's text: ``speaker: text`` (the form the published baselines embed)."""
+        body = self.text.strip()
+        if captions and self.caption:
+            body = f"{body} [shares {self.caption.strip()}]"
+        return f"{self.speaker}: {body}"
+
+
+@dataclass(frozen=True)
+class Session:
+    number: int
+    date: datetime
+    turns: tuple[Turn, ...]
+
+
+@dataclass(frozen=True)
+class Question:
+    question: str
+    category: int
+    evidence: tuple[str, ...]
+    answer: str | None = None
+
+
+@dataclass(frozen=True)
+class Conversation:
+    sample_id: str
+    speakers: tuple[str, str]
+    sessions: tuple[Session, ...]
+    questions: tuple[Question, ...]
+
+    @property
+    def turns(self) -> int:
+        return sum(len(s.turns) for s in self.sessions)
+
+    @property
+    def last_date(self) -> datetime:
+        return max(s.date for s in self.sessions)
+
+
+# D<session>:<turn>, tolerating the annotation slips found in the data:
+# "D8:6; D9:17" (two ids in one string), "D:11:26" (stray colon), spaces.
+_DIA_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+
+
+def normalize_evidence(raw: Iterable[object]) -> tuple[str, ...]:
+    """Canonical ``D<s>:<t>`` ids, in order, without duplicates; unparsable items dropped.
+
+    >>> normalize_evidence(["D8:6; D9:17", "D", "D:11:26", "D8:6"])
+    ('D8:6', 'D9:17', 'D11:26')
+    """
+    ids: dict[str, None] = {}
+    for item in raw:
+        for match in _DIA_ID.finditer(str(item)):
+            ids[f"D{int(match[1])}:{int(match[2])}"] = None
+    return tuple(ids)
+
+
+_MONTHS = {
+    name: number
+    for number, name in enumerate(
+        (
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ),
+        start=1,
+    )
+}
+_SESSION_DATE = re.compile(
+    r"^\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([a-z]+),?\s+(\d{4})\s*$",
+    re.IGNORECASE,
+)
+
+
+def parse_session_date(text: str) -> datetime:
+    """``"1:56 pm on 8 May, 2023"`` as an aware UTC datetime (locale-independent).
+
+    >>> parse_session_date("12:19 am on 4 January, 2024").isoformat()
+    '2024-01-04T00:19:00+00:00'
+    """
+    match = _SESSION_DATE.match(text)
+    month = _MONTHS.get(match[5].lower()) if match else None
+    if match is None or month is None:
+        raise EvalError(
+            f"unrecognized session date {text!r} (expected like '1:56 pm on 8 May, 2023')"
+        )
+    hour = int(match[1]) % 12 + (12 if match[3].lower() == "p" else 0)
+    return datetime(int(match[6]), month, int(match[4]), hour, int(match[2]), tzinfo=UTC)
+
+
+# Explicit dates in a question ("on 3 June, 2023", "on May 3, 2023", "in
+# December 2023", "in 2022"), most specific first. A month without a year or
+# a relative time ("last week") gives no window.
+_MONTH = "(" + "|".join(_MONTHS) + ")"
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH},?\s+(\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+(\d{{4}})\b", re.I)
+_YEAR = re.compile(r"\b(?:in|during|of)\s+(\d{4})\b", re.I)
+# A conversation mentions an event a little after it happens ("last week I
+# went camping"), and a question may date an event by the session that
+# reports it: the window opens a week before the named period and closes two
+# weeks after it. Round numbers, not fitted to the benchmark's answers.
+WINDOW_BEFORE = timedelta(days=7)
+WINDOW_AFTER = timedelta(days=14)
+
+
+def question_period(question: str) -> tuple[datetime, datetime] | None:
+    """The period an explicit date in ``question`` names, as [start, end), or None.
+
+    >>> [d.date().isoformat() for d in question_period("What did she do in July 2023?")]
+    ['2023-07-01', '2023-08-01']
+    """
+    if match := _DAY_MONTH_YEAR.search(question):
+        day, month, year = int(match[1]), _MONTHS[match[2].lower()], int(match[3])
+    elif match := _MONTH_DAY_YEAR.search(question):
+        day, month, year = int(match[2]), _MONTHS[match[1].lower()], int(match[3])
+    elif match := _MONTH_YEAR.search(question):
+        month, year = _MONTHS[match[1].lower()], int(match[2])
+        start = datetime(year, month, 1, tzinfo=UTC)
+        return start, datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+    elif match := _YEAR.search(question):
+        year = int(match[1])
+        return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+    else:
+        return None
+    try:
+        start = datetime(year, month, day, tzinfo=UTC)
+    except ValueError:  # "31 June": no such day, no window
+        return None
+    return start, start + timedelta(days=1)
+
+
+def question_window(question: str) -> tuple[datetime, datetime] | None:
+    """``pgmem.recall``'s p_since/p_until for a question: its period, widened (see above)."""
+    period = question_period(question)
+    if period is None:
+        return None
+    return period[0] - WINDOW_BEFORE, period[1] + WINDOW_AFTER
+
+
+_SESSION_KEY = re.compile(r"^session_(\d+)$")
+
+
+def _conversation(sample: Mapping[str, Any], position: int) -> Conversation:
+    sample_id = str(sample.get("sample_id") or f"conv-{position}")
+    raw = sample.get("conversation")
+    if not isinstance(raw, Mapping):
+        raise EvalError(f"{sample_id}: no 'conversation' object")
+    sessions = []
+    for key, turns in raw.items():
+        match = _SESSION_KEY.match(key)
+        if match is None or not isinstance(turns, list) or not turns:
+            continue
+        number = int(match[1])
+        date_text = raw.get(f"{key}_date_time")
+        if not isinstance(date_text, str):
+            raise EvalError(f"{sample_id}: {key} has no {key}_date_time")
+        sessions.append(
+            Session(
+                number=number,
+                date=parse_session_date(date_text),
+                turns=tuple(
+                    Turn(
+                        dia_id=(normalize_evidence([t["dia_id"]]) or (str(t["dia_id"]),))[0],
+                        speaker=str(t["speaker"]),
+                        text=str(t["text"]),
+                        caption=t.get("blip_caption"),
+                    )
+                    for t in turns
+                ),
+            )
+        )
+    if not sessions:
+        raise EvalError(f"{sample_id}: no sessions with turns")
+    sessions.sort(key=lambda s: s.number)
+    questions = tuple(
+        Question(
+            question=str(q["question"]),
+            category=int(q["category"]),
+            evidence=normalize_evidence(q.get("evidence") or ()),
+            answer=None if q.get("answer") is None else str(q["answer"]),
+        )
+        for q in sample.get("qa") or ()
+    )
+    return Conversation(
+        sample_id=sample_id,
+        speakers=(str(raw.get("speaker_a", "")), str(raw.get("speaker_b", ""))),
+        sessions=tuple(sessions),
+        questions=questions,
+    )
+
+
+def load_locomo(path: Path | str, *, limit: int | None = None) -> list[Conversation]:
+    """The conversations of a LoCoMo JSON file (a list of samples), the first ``limit`` ones."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EvalError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, list):
+        raise EvalError(f"{path}: expected a JSON list of LoCoMo samples")
+    samples = data if limit is None else data[:limit]
+    return [_conversation(sample, i) for i, sample in enumerate(samples, start=1)]
+
+
+def evaluated_questions(conversation: Conversation) -> list[Question]:
+    """Questions that count: not adversarial, and with at least one well-formed evidence id."""
+    return [
+        q for q in conversation.questions if q.category not in SKIPPED_CATEGORIES and q.evidence
+    ]
+
+
+# ---------------------------------------------------------------------- metrics
+
+
+def recall_at(retrieved: Sequence[Iterable[str]], evidence: Sequence[str], k: int) -> float:
+    """Fraction of ``evidence`` among the dia_ids of the first ``k`` retrieved memories.
+
+    Each retrieved memory carries a list of dia_ids (one, unless identical turns were
+    stored as one memory). Evidence ids that name no turn of the conversation (annotation
+    slips) stay in the denominator: no retriever can find them, for every mode alike.
+    """
+    if not evidence:
+        raise ValueError("recall of a question without evidence is undefined")
+    found: set[str] = set()
+    for ids in retrieved[:k]:
+        found.update(ids)
+    return sum(1 for e in evidence if e in found) / len(evidence)
+
+
+# ------------------------------------------------------------------- statements
+#
+# Every statement this module runs against the eval database, by name.
+
+STAGE_TURNS = """
+create temporary table _eval_turns (
+    subject    text not null,
+    session_id text not null,
+    session_no integer not null,
+    seq        integer not null,
+    dia_id     text not null,
+    speaker    text not null,
+    content    text not null,
+    at         timestamptz not null,
+    embedding  public.vector,
+    memory_id  bigint
+) on commit drop
+"""
+
+COPY_TURNS = """
+copy _eval_turns (subject, session_id, session_no, seq, dia_id, speaker, content, at, embedding)
+from stdin
+"""
+
+INSERT_SUBJECTS = """
+insert into pgmem.subjects (subject, created_at)
+select t.subject, min(t.at) from _eval_turns as t group by t.subject
+on conflict do nothing
+"""
+
+# One memory per distinct content (pgmem keeps one active row per content
+# hash and subject); identical turns share it and all their dia_ids. Rows go
+# in conversation order so memory ids follow the dialogue. Every timestamp is
+# the session's date: recency is measured in the conversation's own time.
+INSERT_MEMORIES = """
+insert into pgmem.memories (
+    subject, session_id, kind, content, embedding, source,
+    valid_from, created_at, updated_at, last_accessed_at, status_changed_at, metadata)
+select f.subject, f.session_id, 'episodic', f.content, f.embedding, 'import',
+       f.at, f.at, f.at, f.at, f.at,
+       pg_catalog.jsonb_build_object(
+           'dataset', 'locomo', 'dia_id', f.dia_ids[1], 'dia_ids', pg_catalog.to_jsonb(f.dia_ids),
+           'speaker', f.speaker, 'session', f.session_no)
+from (
+    select distinct on (t.subject, pgmem._content_hash(t.content))
+           t.*,
+           pg_catalog.array_agg(t.dia_id) over (
+               partition by t.subject, pgmem._content_hash(t.content)
+               order by t.session_no, t.seq
+               rows between unbounded preceding and unbounded following) as dia_ids
+    from _eval_turns as t
+    order by t.subject, pgmem._content_hash(t.content), t.session_no, t.seq
+) as f
+order by f.subject, f.session_no, f.seq
+"""
+
+MAP_TURNS = """
+update _eval_turns as t
+set memory_id = m.memory_id
+from pgmem.memories as m
+where m.subject = t.subject
+  and m.status = 'active'
+  and m.content_hash = pgmem._content_hash(t.content)
+"""
+
+# Neighbouring turns of a session, linked both ways: ripple recall follows
+# them from a found turn to the ones around it.
+INSERT_LINKS = """
+insert into pgmem.memory_links (from_id, to_id, link_type, created_at)
+select e.from_id, e.to_id, 'same_session', e.at
+from (
+    select a.memory_id as from_id, b.memory_id as to_id, b.at
+    from _eval_turns as a
+    join _eval_turns as b
+      on b.subject = a.subject and b.session_no = a.session_no and b.seq = a.seq + 1
+    union all
+    select b.memory_id, a.memory_id, b.at
+    from _eval_turns as a
+    join _eval_turns as b
+      on b.subject = a.subject and b.session_no = a.session_no and b.seq = a.seq + 1
+) as e
+where e.from_id <> e.to_id
+on conflict do nothing
+"""
+
+INSERT_EVENTS = """
+insert into pgmem.memory_events (memory_id, subject, event, new_content, details, created_at)
+select m.memory_id, m.subject, 'insert', m.content,
+       pg_catalog.jsonb_build_object('source', 'pgmem eval locomo'), m.created_at
+from pgmem.memories as m
+where m.memory_id in (select t.memory_id from _eval_turns as t)
+"""
+
+COUNT_INGESTED = """
+select (select count(*) from pgmem.memories) as memories,
+       (select count(*) from pgmem.memory_links) as links
+"""
+
+# Reference baselines: plain PostgreSQL ranking over the same rows, with no
+# pgmem scoring. They are what the engine's modes are compared against.
+BASELINE_TEXT = """
+select m.metadata -> 'dia_ids' as dia_ids
+from pgmem.memories as m, pgmem._tsq(%(query)s) as q
+where m.subject = %(subject)s and m.status = 'active' and m.fts @@ q
+order by pg_catalog.ts_rank(m.fts, q) desc, m.memory_id
+limit %(k)s
+"""
+
+# "+ 0" keeps the planner off the HNSW index: an approximate scan filtered to
+# one subject afterwards can return fewer than k rows. A subject is small, so
+# the exact scan is the true cosine ranking.
+BASELINE_VECTOR = """
+select m.metadata -> 'dia_ids' as dia_ids
+from pgmem.memories as m
+where m.subject = %(subject)s and m.status = 'active' and m.embedding is not null
+order by (m.embedding operator(public.<=>) %(embedding)s::public.vector) + 0, m.memory_id
+limit %(k)s
+"""
+
+# Reciprocal rank fusion (Cormack et al. 2009) of the two lists above, each
+# cut at %(pool)s, with constant %(rrf_k)s.
+BASELINE_POOL = 100  # as settings.candidate_pool's default
+BASELINE_RRF_K = 60  # Cormack et al.'s constant, settings.rrf_k's default
+BASELINE_RRF = """
+with q as (select pgmem._tsq(%(query)s) as q),
+text_ranked as (
+    select r.dia_ids, r.memory_id,
+           pg_catalog.row_number() over (order by r.rank desc, r.memory_id) as pos
+    from (
+        select m.metadata -> 'dia_ids' as dia_ids, m.memory_id,
+               pg_catalog.ts_rank(m.fts, q.q) as rank
+        from pgmem.memories as m, q
+        where m.subject = %(subject)s and m.status = 'active' and m.fts @@ q.q
+        order by rank desc, m.memory_id
+        limit %(pool)s
+    ) as r
+),
+vector_ranked as (
+    select r.dia_ids, r.memory_id,
+           pg_catalog.row_number() over (order by r.distance, r.memory_id) as pos
+    from (
+        select m.metadata -> 'dia_ids' as dia_ids, m.memory_id,
+               (m.embedding operator(public.<=>) %(embedding)s::public.vector) + 0 as distance
+        from pgmem.memories as m
+        where m.subject = %(subject)s and m.status = 'active' and m.embedding is not null
+        order by distance, m.memory_id
+        limit %(pool)s
+    ) as r
+)
+select pg_catalog.min(u.dia_ids::text)::jsonb as dia_ids
+from (select * from text_ranked union all select * from vector_ranked) as u
+group by u.memory_id
+order by pg_catalog.sum(1.0 / (%(rrf_k)s + u.pos)) desc, u.memory_id
+limit %(k)s
+"""
+
+# The engine's ranking, as an application calls it. reinforce => false: a
+# question must not change the ranking of the next one; p_now is the day
+# after the conversation's last session.
+RECALL = """
+select r.metadata -> 'dia_ids' as dia_ids, r.hops
+from pgmem.recall(
+    %(subject)s,
+    p_query => %(query)s,
+    p_embedding => %(embedding)s::public.vector,
+    p_k => %(k)s,
+    p_since => %(since)s,
+    p_until => %(until)s,
+    p_hops => %(hops)s,
+    p_reinforce => false,
+    p_now => %(now)s) as r
+order by r.score desc, r.memory_id desc
+"""
+
+SETTINGS_COLUMNS = """
+select a.attname::text
+from pg_catalog.pg_attribute as a
+where a.attrelid = 'pgmem.settings'::regclass and a.attnum > 0 and not a.attisdropped
+  and a.attname not in ('tenant_id', 'updated_at')
+order by a.attnum
+"""
+
+SETTINGS_OF_TENANT = "select * from pgmem.settings where tenant_id = %(tenant)s"
+
+
+# --------------------------------------------------------------------- database
+
+_DATABASE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+@contextmanager
+def scratch_database(
+    server_dsn: str, name: str = DEFAULT_DATABASE, *, keep: bool = False
+) -> Iterator[str]:
+    """A freshly created and migrated database on ``server_dsn``'s server; dropped afterwards.
+
+    A database of that name left by an earlier run (``keep``) is dropped and recreated; one
+    this module did not create is never touched.
+    """
+    if not _DATABASE_NAME.match(name):
+        raise EvalError(f"database name {name!r}: use lower-case letters, digits and _")
+    ident = sql.Identifier(name)
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "select pg_catalog.shobj_description(oid, 'pg_database') from pg_catalog.pg_database"
+            " where datname = %s",
+            (name,),
+        ).fetchone()
+        if row is not None:
+            if row[0] != _DATABASE_MARK:
+                raise EvalError(
+                    f"database {name!r} exists and was not created by pgmem eval; "
+                    "choose another name with --database"
+                )
+            conn.execute(sql.SQL("drop database {} with (force)").format(ident))
+        conn.execute(sql.SQL("create database {}").format(ident))
+        conn.execute(
+            sql.SQL("comment on database {} is {}").format(ident, sql.Literal(_DATABASE_MARK))
+        )
+    dsn = make_conninfo(server_dsn, dbname=name)
+    try:
+        schema.upgrade(dsn)
+        yield dsn
+    finally:
+        if not keep:
+            with psycopg.connect(server_dsn, autocommit=True) as conn:
+                conn.execute(sql.SQL("drop database if exists {} with (force)").format(ident))
+
+
+@contextmanager
+def tenant_connection(dsn: str, tenant: str) -> Iterator[psycopg.Connection[dict[str, Any]]]:
+    """A connection acting as an application would: pgmem_service with ``tenant`` bound.
+
+    Row-level security applies to everything it reads and writes, as in production.
+    """
+    with psycopg.connect(dsn, autocommit=True, row_factory=dict_row) as conn:
+        conn.execute("set role pgmem_service")
+        conn.execute("select pgmem.set_tenant(%s, false)", (tenant,))
+        yield conn
+
+
+def _vector(values: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+def embed_by_length(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """``embedder.embed(texts)``, sent shortest first so each batch pads little.
+
+    The embedder batches in the order given and pads a batch to its longest text;
+    LoCoMo turns run from 3 to 100+ words, so in dialogue order most of a batch is padding.
+    Sorted, the 4,124 dev turns embed about 2.5 times faster with all-MiniLM-L6-v2 on CPU.
+    """
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    vectors = embedder.embed([texts[i] for i in order])
+    out: list[list[float]] = [[] for _ in texts]
+    for position, vector in zip(order, vectors, strict=True):
+        out[position] = vector
+    return out
+
+
+@dataclass
+class IngestStats:
+    turns: int = 0
+    memories: int = 0
+    links: int = 0
+    embed_seconds: float = 0.0
+    store_seconds: float = 0.0
+
+
+def session_id(conversation: Conversation, session: Session) -> str:
+    return f"{conversation.sample_id}:session_{session.number}"
+
+
+def ingest(
+    conn: psycopg.Connection[dict[str, Any]],
+    conversations: Sequence[Conversation],
+    embedder: Embedder,
+    *,
+    captions: bool = False,
+) -> IngestStats:
+    """Store every turn as an episodic memory of its conversation (subject = sample_id).
+
+    ``conn`` must have a tenant bound (see :func:`tenant_connection`). Rows are inserted
+    set-wise, not through ``pgmem.remember``: its near-duplicate merging would fold short
+    turns ("Thanks!") together, and the evaluation needs every turn findable by its id.
+    """
+    stats = IngestStats()
+    rows = [
+        (
+            conversation.sample_id,
+            session_id(conversation, session),
+            session.number,
+            seq,
+            turn.dia_id,
+            turn.speaker,
+            turn.content(captions=captions),
+            session.date,
+        )
+        for conversation in conversations
+        for session in conversation.sessions
+        for seq, turn in enumerate(session.turns)
+    ]
+    stats.turns = len(rows)
+    started = time.perf_counter()
+    vectors = embed_by_length(embedder, [row[6] for row in rows])
+    stats.embed_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    with conn.transaction():
+        conn.execute(STAGE_TURNS)
+        with conn.cursor().copy(COPY_TURNS) as copy:
+            for row, vector in zip(rows, vectors, strict=True):
+                copy.write_row((*row, _vector(vector)))
+        conn.execute("analyze _eval_turns")
+        for statement in (INSERT_SUBJECTS, INSERT_MEMORIES, MAP_TURNS, INSERT_LINKS, INSERT_EVENTS):
+            conn.execute(statement)
+        counts = conn.execute(COUNT_INGESTED).fetchone()
+    stats.store_seconds = time.perf_counter() - started
+    assert counts is not None
+    stats.memories, stats.links = counts["memories"], counts["links"]
+    return stats
+
+
+# ------------------------------------------------------------------------ modes
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One way of asking: a statement (pgmem.recall or a baseline) and what it is given."""
+
+    name: str
+    description: str
+    statement: str
+    text: bool = True
+    vector: bool = True
+    hops: int = 0
+    # Questions naming a date recall only memories created in its window
+    # (p_since/p_until, see question_window); the others recall everything.
+    time_window: bool = False
+
+
+MODES: Mapping[str, Mode] = {
+    mode.name: mode
+    for mode in (
+        Mode(
+            "ts-rank",
+            "baseline: PostgreSQL ts_rank over an OR of the question's terms",
+            BASELINE_TEXT,
+            vector=False,
+        ),
+        Mode(
+            "cosine",
+            "baseline: exact cosine similarity to the question",
+            BASELINE_VECTOR,
+            text=False,
+        ),
+        Mode(
+            "rrf", "baseline: reciprocal rank fusion (k = 60) of ts-rank and cosine", BASELINE_RRF
+        ),
+        Mode("text", "pgmem.recall, query text only (no embedding)", RECALL, vector=False),
+        Mode("vector", "pgmem.recall, embedding only (no query text)", RECALL, text=False),
+        Mode("hybrid", "pgmem.recall, query text and embedding", RECALL),
+        Mode(
+            "hybrid-time",
+            "hybrid; a question naming a date recalls within its window (p_since/p_until)",
+            RECALL,
+            time_window=True,
+        ),
+        Mode(
+            "hybrid-ripple",
+            "hybrid with ripple over session neighbours (p_hops => 1)",
+            RECALL,
+            hops=1,
+        ),
+        Mode(
+            "hybrid-ripple-time",
+            "hybrid-ripple with the date windows of hybrid-time",
+            RECALL,
+            hops=1,
+            time_window=True,
+        ),
+    )
+}
+
+
+def settings_columns(conn: psycopg.Connection[Any]) -> list[str]:
+    """Tunable columns of pgmem.settings."""
+    return [r[0] for r in conn.execute(SETTINGS_COLUMNS)]
+
+
+def set_tenant_settings(
+    admin: psycopg.Connection[Any], tenant: str, values: Mapping[str, object]
+) -> None:
+    """Set tenant settings (as the owner: applications cannot change their own).
+
+    Names are checked against pgmem.settings' columns; values go as text for the server to
+    read as the column's type, and its CHECK constraints reject what the engine would not.
+    """
+    if not values:
+        return
+    columns = settings_columns(admin)
+    unknown = sorted(set(values) - set(columns))
+    if unknown:
+        raise EvalError(f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(columns)}")
+    assignments = sql.SQL(", ").join(
+        sql.SQL("{} = {}").format(sql.Identifier(name), sql.Placeholder(name)) for name in values
+    )
+    try:
+        admin.execute(
+            sql.SQL("update pgmem.settings set {}, updated_at = now() where tenant_id = {}").format(
+                assignments, sql.Placeholder("tenant_id")
+            ),
+            {**{k: str(v) for k, v in values.items()}, "tenant_id": tenant},
+        )
+    except (psycopg.errors.CheckViolation, psycopg.DataError) as exc:
+        raise EvalError(f"settings {dict(values)} rejected: {exc.diag.message_primary}") from exc
+
+
+# ----------------------------------------------------------------------- report
+
+
+@dataclass
+class ModeResult:
+    mode: str
+    description: str
+    # category -> k -> mean recall@k; "overall" averages every question.
+    recall: dict[str, dict[int, float]]
+    questions: dict[str, int]
+    seconds: float
+    queries: int
+    # Share of the memories in the first max(k) rows that ripple reached (hops > 0).
+    ripple_share: float = 0.0
+
+
+@dataclass
+class Report:
+    path: str
+    conversations: int
+    turns: int
+    memories: int
+    links: int
+    questions: dict[str, int]
+    skipped: dict[str, int]
+    ks: tuple[int, ...]
+    embedder: str
+    embed_seconds: float
+    store_seconds: float
+    total_seconds: float
+    settings: dict[str, object]
+    results: list[ModeResult]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.path,
+            "conversations": self.conversations,
+            "turns": self.turns,
+            "memories": self.memories,
+            "links": self.links,
+            "questions": self.questions,
+            "skipped": self.skipped,
+            "ks": list(self.ks),
+            "embedder": self.embedder,
+            "seconds": {
+                "embed": round(self.embed_seconds, 2),
+                "store": round(self.store_seconds, 2),
+                "total": round(self.total_seconds, 2),
+            },
+            "settings": {k: _jsonable(v) for k, v in self.settings.items()},
+            "modes": [
+                {
+                    "mode": r.mode,
+                    "description": r.description,
+                    "recall": {
+                        cat: {f"R@{k}": round(v, 4) for k, v in by_k.items()}
+                        for cat, by_k in r.recall.items()
+                    },
+                    "questions": r.questions,
+                    "seconds": round(r.seconds, 2),
+                    "queries": r.queries,
+                    "ripple_share": round(r.ripple_share, 4),
+                }
+                for r in self.results
+            ],
+        }
+
+
+def setting_text(value: object) -> str:
+    """A setting as a person writes it: ``7 days``, ``0.6``."""
+    if isinstance(value, timedelta) and not value.seconds and not value.microseconds:
+        return f"{value.days} day" + ("" if value.days == 1 else "s")
+    return str(value)
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, timedelta):
+        return setting_text(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def category_label(category: int) -> str:
+    return CATEGORY_NAMES.get(category, f"category-{category}")
+
+
+# ------------------------------------------------------------------------- runs
+
+
+@dataclass(frozen=True)
+class _Probe:
+    subject: str
+    question: Question
+    embedding: str  # pgvector text form
+    now: datetime
+
+
+def _probes(conversations: Sequence[Conversation], embedder: Embedder) -> list[_Probe]:
+    asked = [(c, q) for c in conversations for q in evaluated_questions(c)]
+    vectors = embed_by_length(embedder, [q.question for _, q in asked])
+    # The day after the last session: the conversation's "now", so recency
+    # is measured in its own time, not against today's date.
+    return [
+        _Probe(c.sample_id, q, _vector(v), c.last_date + timedelta(days=1))
+        for (c, q), v in zip(asked, vectors, strict=True)
+    ]
+
+
+def _ask(
+    conn: psycopg.Connection[dict[str, Any]], mode: Mode, probe: _Probe, k: int
+) -> list[tuple[list[str], int]]:
+    """The first k memories' dia_ids and ripple hops (0 for a direct hit)."""
+    window = question_window(probe.question.question) if mode.time_window else None
+    params = {
+        "subject": probe.subject,
+        "since": window[0] if window else None,
+        "until": window[1] if window else None,
+        "query": probe.question.question if mode.text else None,
+        "embedding": probe.embedding if mode.vector else None,
+        "k": k,
+        "hops": mode.hops,
+        "now": probe.now,
+        "pool": BASELINE_POOL,
+        "rrf_k": BASELINE_RRF_K,
+    }
+    rows = conn.execute(mode.statement, params).fetchall()
+    return [([str(i) for i in row["dia_ids"] or ()], row.get("hops") or 0) for row in rows[:k]]
+
+
+def run_mode(
+    conn: psycopg.Connection[dict[str, Any]],
+    mode: Mode,
+    probes: Sequence[_Probe],
+    ks: Sequence[int] = KS,
+) -> ModeResult:
+    """Ask every probe in one mode and average recall@k per category and overall."""
+    sums: dict[str, dict[int, float]] = {}
+    counts: dict[str, int] = {}
+    queries = 0
+    rippled = returned = 0
+    started = time.perf_counter()
+    top = max(ks)
+    for probe in probes:
+        # Without ripple the first k rows of a top-K answer are the top-k answer
+        # (same candidates, same order); ripple expands from the k hits, so it is
+        # asked once per k.
+        by_k: dict[int, list[tuple[list[str], int]]] = {}
+        if mode.hops == 0:
+            rows = _ask(conn, mode, probe, top)
+            queries += 1
+            by_k = {k: rows[:k] for k in ks}
+        else:
+            for k in ks:
+                by_k[k] = _ask(conn, mode, probe, k)
+                queries += 1
+        returned += len(by_k[top])
+        rippled += sum(1 for _, hops in by_k[top] if hops > 0)
+        for label in (category_label(probe.question.category), "overall"):
+            counts[label] = counts.get(label, 0) + 1
+            bucket = sums.setdefault(label, dict.fromkeys(ks, 0.0))
+            for k in ks:
+                bucket[k] += recall_at([ids for ids, _ in by_k[k]], probe.question.evidence, k)
+    seconds = time.perf_counter() - started
+    order = [category_label(c) for c in sorted(CATEGORY_NAMES)] + ["overall"]
+    recall = {
+        label: {k: sums[label][k] / counts[label] for k in ks} for label in order if label in sums
+    }
+    return ModeResult(
+        mode=mode.name,
+        description=mode.description,
+        recall=recall,
+        questions={label: counts[label] for label in recall},
+        seconds=seconds,
+        queries=queries,
+        ripple_share=rippled / returned if returned else 0.0,
+    )
+
+
+def _question_counts(
+    conversations: Sequence[Conversation],
+) -> tuple[dict[str, int], dict[str, int]]:
+    asked: dict[str, int] = {}
+    skipped: dict[str, int] = {}
+    for conversation in conversations:
+        for q in conversation.questions:
+            label = category_label(q.category)
+            if q.category in SKIPPED_CATEGORIES:
+                skipped[label] = skipped.get(label, 0) + 1
+            elif not q.evidence:
+                skipped["no-evidence"] = skipped.get("no-evidence", 0) + 1
+            else:
+                asked[label] = asked.get(label, 0) + 1
+    return asked, skipped
+
+
+def evaluate(
+    dsn: str,
+    conversations: Sequence[Conversation],
+    embedder: Embedder,
+    *,
+    modes: Sequence[str] | None = None,
+    settings: Mapping[str, object] | None = None,
+    ks: Sequence[int] = KS,
+    captions: bool = False,
+    tenant: str = TENANT,
+    path: str = "",
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    """Ingest ``conversations`` into the migrated database ``dsn`` and measure ``modes``.
+
+    ``dsn`` must be a superuser (or pgmem_admin member able to SET ROLE pgmem_service):
+    it creates the tenant and sets its ``settings``; everything else runs as the tenant.
+    """
+    modes = list(MODES) if modes is None else list(modes)
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise EvalError(f"unknown mode(s) {', '.join(unknown)}; known: {', '.join(MODES)}")
+    if not ks or any(k < 1 or k > 1000 for k in ks):
+        raise EvalError("k must be between 1 and 1000")
+    ks = tuple(sorted(set(ks)))
+    say = progress or (lambda _message: None)
+    started = time.perf_counter()
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute("select pgmem.create_tenant(%s, %s)", (tenant, "pgmem eval (LoCoMo)"))
+        set_tenant_settings(admin, tenant, settings or {})
+        with tenant_connection(dsn, tenant) as conn:
+            say(f"embedding and storing {sum(c.turns for c in conversations)} turns")
+            stats = ingest(conn, conversations, embedder, captions=captions)
+            admin.execute("analyze pgmem.memories")
+            admin.execute("analyze pgmem.memory_links")
+            say("embedding the questions")
+            embed_started = time.perf_counter()
+            probes = _probes(conversations, embedder)
+            stats.embed_seconds += time.perf_counter() - embed_started
+            effective = (
+                admin.cursor(row_factory=dict_row)
+                .execute(SETTINGS_OF_TENANT, {"tenant": tenant})
+                .fetchone()
+                or {}
+            )
+            results = []
+            for name in modes:
+                mode = MODES[name]
+                say(f"mode {name}: {len(probes)} questions")
+                results.append(run_mode(conn, mode, probes, ks))
+    asked, skipped = _question_counts(conversations)
+    columns = (
+        "w_relevance",
+        "w_importance",
+        "w_recency",
+        "w_access",
+        "half_life_episodic",
+        "ripple_damping",
+        "candidate_pool",
+        "exact_scan_limit",
+    )
+    return Report(
+        path=path,
+        conversations=len(conversations),
+        turns=stats.turns,
+        memories=stats.memories,
+        links=stats.links,
+        questions=asked,
+        skipped=skipped,
+        ks=ks,
+        embedder=f"{embedder.model} ({embedder.dims} dims)",
+        embed_seconds=stats.embed_seconds,
+        store_seconds=stats.store_seconds,
+        total_seconds=time.perf_counter() - started,
+        settings={c: effective.get(c) for c in columns if c in effective},
+        results=results,
+    )
+
+
+def run_locomo(
+    server_dsn: str,
+    path: Path | str,
+    embedder: Embedder,
+    *,
+    database: str = DEFAULT_DATABASE,
+    keep: bool = False,
+    limit_conversations: int | None = None,
+    **options: Any,
+) -> Report:
+    """Load ``path``, evaluate it in a scratch database on ``server_dsn``'s server, drop it."""
+    conversations = load_locomo(path, limit=limit_conversations)
+    started = time.perf_counter()
+    with scratch_database(server_dsn, database, keep=keep) as dsn:
+        report = evaluate(dsn, conversations, embedder, path=str(path), **options)
+    report.total_seconds = time.perf_counter() - started
+    return report
