@@ -247,20 +247,24 @@ def test_score_parts_follow_the_formula_and_the_tenant_settings(
     s = settings(admin, "acme")
     rows = acme.recall("coffee beans", query)
     assert len(rows) == len(rows_in)
-    # Query lexemes: coffe, bean.
-    coverage = {
-        "I grind coffee beans every morning": 1.0,
-        "Coffee shop visit with Bob": 0.5,
-        "Tea is fine too": 0.0,
-        "Weekly plan: buy beans": 0.5,
-        "Pinned coffee note": 0.5,
+    # Query lexemes: coffe (in 3 of the 5 memories) and bean (in 2); each
+    # weighs its idf, ln(1 + (N + 1) / (df + 1)), in the share of terms matched.
+    idf = {"coffe": math.log(1 + 6 / 4), "bean": math.log(1 + 6 / 3)}
+    held = {
+        "I grind coffee beans every morning": ("coffe", "bean"),
+        "Coffee shop visit with Bob": ("coffe",),
+        "Tea is fine too": (),
+        "Weekly plan: buy beans": ("bean",),
+        "Pinned coffee note": ("coffe",),
     }
+    coverage = {c: sum(idf[t] for t in terms) / sum(idf.values()) for c, terms in held.items()}
     for row in rows:
         similarity = max(0.0, cosine(embeddings[row["memory_id"]], query))
         assert row["similarity"] == pytest.approx(similarity, abs=1e-5)
         assert row["text_match"] == pytest.approx(coverage[row["content"]], abs=1e-6)
+        w = s["w_vector"]
         assert row["relevance"] == pytest.approx(
-            0.75 * similarity + 0.25 * coverage[row["content"]], abs=1e-5
+            w * similarity + (1 - w) * coverage[row["content"]], abs=1e-5
         )
         recency, boost, score = expected_parts(row, s, now)
         assert row["recency"] == pytest.approx(recency, rel=1e-5, abs=1e-7)

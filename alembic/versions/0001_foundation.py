@@ -94,6 +94,8 @@ create index _tenant_logins_tenant on pgmem._tenant_logins (tenant_id);
 --   with relevance weighted first because recall is query-driven;
 --   half-lives: episodes 7 days, facts 90, preferences 180, procedures 365
 --   (episodic detail fades fastest, habits and how-tos slowest);
+--   w_vector 0.5: share of cosine similarity (vs. query-term coverage) in
+--   relevance; 0.3-0.6 score alike on LoCoMo (docs/eval.md), 0.5 sits mid-plateau;
 --   duplicate 0.95 / merge 0.85 cosine, usual near-duplicate bands for
 --   sentence embeddings; rrf_k 60 from Cormack et al. 2009.
 create table pgmem.settings (
@@ -107,6 +109,7 @@ create table pgmem.settings (
     w_importance          real not null default 0.2 check (w_importance >= 0),
     w_recency             real not null default 0.2 check (w_recency >= 0),
     w_access              real not null default 0.05 check (w_access >= 0),
+    w_vector              real not null default 0.5 check (w_vector between 0 and 1),
     half_life_episodic    interval not null default '7 days' check (half_life_episodic > interval '0'),
     half_life_semantic    interval not null default '90 days' check (half_life_semantic > interval '0'),
     half_life_preference  interval not null default '180 days' check (half_life_preference > interval '0'),

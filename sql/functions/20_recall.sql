@@ -7,9 +7,13 @@
 --      full-text matches (when the query text has terms), united;
 --   2. parts of every candidate (pgmem._recall_rows), all in [0, 1]:
 --        similarity  = max(0, cosine similarity to the query embedding)
---        text_match  = share of the query's terms the memory contains
---                      (English lexemes and CJK bigrams, see pgmem._tsv)
---        relevance   = 0.75·similarity + 0.25·text_match with both inputs,
+--        text_match  = share of the query's term weight the memory contains
+--                      (English lexemes and CJK bigrams, see pgmem._tsv);
+--                      each term weighs its idf among the subject's active
+--                      memories, ln(1 + (N + 1) / (df + 1)), so rare words
+--                      count for more than a name in every other memory
+--        relevance   = w_vector·similarity + (1 − w_vector)·text_match with
+--                      both inputs (settings.w_vector, default 0.5),
 --                      similarity alone with an embedding only, text_match
 --                      alone with text only (0 with neither)
 --        importance  = the memory's importance as written (not the decayed
@@ -33,8 +37,9 @@
 -- flat to outweigh importance and recency in the final score, and gives the
 -- best row 1.0 however poor the match; cosine similarity and term coverage
 -- keep their meaning, so min_score and the weights behave the same for every
--- query. alpha = 0.75 on the vector side is the default of Weaviate's hybrid
--- search: embeddings carry meaning, terms catch names and rare words.
+-- query. Embeddings carry meaning, terms catch names and rare words; on
+-- LoCoMo any w_vector from 0.3 to 0.6 scores alike (docs/eval.md) and 0.5
+-- also keeps an English-only embedding model from drowning CJK term matches.
 -- settings.rrf_k is therefore not used by recall.
 --
 -- Exact versus approximate: HNSW filters after it searches, so a subject
@@ -58,6 +63,26 @@
 -- vector value loads pgvector, and its settings are ordinary user settings.
 do $$ begin perform '[0]'::public.vector; end $$;
 
+create or replace function pgmem._term_coverage(p_fts tsvector, p_lexemes text[], p_weights real[])
+returns real
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Share of the query's term weight that the memory holds: a rare word
+    -- ("violin") counts for more than one in half the subject's memories
+    -- (a speaker's name). Equal weights when none are given.
+    select (coalesce(pg_catalog.sum(coalesce(q.weight, 1)) filter (where q.lexeme = any (m.lexemes)), 0)
+            / nullif(pg_catalog.sum(coalesce(q.weight, 1)), 0))::real
+    from rows from (pg_catalog.unnest(p_lexemes), pg_catalog.unnest(p_weights)) as q(lexeme, weight)
+    cross join (select pg_catalog.tsvector_to_array(p_fts) as lexemes) as m
+    where q.lexeme is not null
+$$;
+
+comment on function pgmem._term_coverage(tsvector, text[], real[]) is
+    'Internal to recall: weighted share of the query terms a memory''s full-text vector contains (text_match).';
+
 create or replace function pgmem._recall_rows(
     p_tenant text,
     p_settings pgmem.settings,
@@ -65,6 +90,7 @@ create or replace function pgmem._recall_rows(
     p_memory_ids bigint[],
     p_embedding public.vector,
     p_lexemes text[],
+    p_lexeme_weights real[],
     p_now timestamptz,
     p_as_of timestamptz,
     p_kinds text[],
@@ -111,7 +137,8 @@ begin
            r.similarity, r.text_match,
            (case
                 when p_embedding is not null and p_lexemes is not null
-                    then 0.75 * coalesce(r.similarity, 0) + 0.25 * r.text_match
+                    then p_settings.w_vector * coalesce(r.similarity, 0)
+                         + (1 - p_settings.w_vector) * r.text_match
                 when p_embedding is not null then coalesce(r.similarity, 0)
                 when p_lexemes is not null then r.text_match
                 else 0
@@ -140,10 +167,8 @@ begin
             case when d.distance is null or d.distance = 'NaN'::double precision then null
                  else greatest(0, 1 - d.distance)::real
             end as similarity,
-            -- ts_delete drops the query's lexemes: what it removed matched.
             case when p_lexemes is not null
-                 then ((pg_catalog.length(m.fts) - pg_catalog.length(pg_catalog.ts_delete(m.fts, p_lexemes)))::real
-                       / pg_catalog.cardinality(p_lexemes))::real
+                 then pgmem._term_coverage(m.fts, p_lexemes, p_lexeme_weights)
             end as text_match
     ) as r
     cross join lateral (
@@ -179,8 +204,8 @@ begin
 end
 $$;
 
-comment on function pgmem._recall_rows(text, pgmem.settings, text, bigint[], public.vector, text[], timestamptz,
-                                       timestamptz, text[], text, timestamptz, timestamptz, jsonb) is
+comment on function pgmem._recall_rows(text, pgmem.settings, text, bigint[], public.vector, text[], real[],
+                                       timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb) is
     'Internal to recall: the given memories that are visible and pass the filters, with their score parts (see sql/functions/20_recall.sql).';
 
 create or replace function pgmem._recall(
@@ -244,6 +269,7 @@ declare
     v_at timestamptz := coalesce(p_as_of, p_now, pg_catalog.now());
     v_statuses text[];
     v_lexemes text[];
+    v_weights real[];
     v_tsquery tsquery;
     v_pool integer;
     v_subject_rows integer;
@@ -284,6 +310,28 @@ begin
                                      pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | '))
                           from pg_catalog.unnest(v_lexemes) as l(lexeme));
         end if;
+    end if;
+    if v_lexemes is not null then
+        -- Inverse document frequency of each query term among the subject's
+        -- active memories, ln(1 + (N + 1) / (df + 1)) as in BM25's idf.
+        -- Counting stops at 100,000 rows: beyond that the weights barely move.
+        select pg_catalog.array_agg(pg_catalog.ln(1 + (c.n + 1)::double precision / (c.df + 1))::real
+                                    order by c.position)
+        into v_weights
+        from (
+            select t.position, pg_catalog.count(*) as n,
+                   pg_catalog.count(*) filter (where s.fts @@ t.query) as df
+            from (select m.fts from pgmem.memories as m
+                  where m.tenant_id = v_tenant and m.subject = p_subject and m.status = 'active'
+                  limit 100000) as s
+            cross join (
+                select l.position,
+                       pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, pg_catalog.quote_literal(l.lexeme))
+                           as query
+                from pg_catalog.unnest(v_lexemes) with ordinality as l(lexeme, position)
+            ) as t
+            group by t.position
+        ) as c;
     end if;
     -- MMR re-ranks a few times k (LangChain's fetch_k = 20 for k = 4).
     v_pool := greatest(v_settings.candidate_pool, p_k,
@@ -384,7 +432,8 @@ begin
     with recursive
     direct as materialized (
         select r.*, (v_settings.w_relevance::double precision * r.relevance + r.base_score)::real as score
-        from pgmem._recall_rows(v_tenant, v_settings, p_subject, v_ids, p_embedding, v_lexemes, v_now, v_at,
+        from pgmem._recall_rows(v_tenant, v_settings, p_subject, v_ids, p_embedding, v_lexemes, v_weights,
+                                v_now, v_at,
                                 p_kinds, p_session_id, p_since, p_until, p_metadata) as r
     ),
     ranked as materialized (
@@ -474,7 +523,7 @@ begin
                r.valid_from, r.valid_to, r.metadata
         from reached as c
         join pgmem._recall_rows(v_tenant, v_settings, p_subject, array(select c2.memory_id from reached as c2),
-                                p_embedding, v_lexemes, v_now, v_at,
+                                p_embedding, v_lexemes, v_weights, v_now, v_at,
                                 p_kinds, p_session_id, p_since, p_until, p_metadata) as r
             on r.memory_id = c.memory_id
         cross join lateral (
@@ -606,7 +655,7 @@ comment on function pgmem.recall(text, text, public.vector, integer, text[], tex
     'metadata @> p_metadata, score >= p_min_score; p_as_of returns what was valid then, superseded facts included. '
     'p_mmr_lambda (0..1) picks a diverse set (maximal marginal relevance). Returned memories are reinforced '
     '(access_count + 1, last access = p_now) unless p_reinforce => false; access_count and last_accessed_at are '
-    'returned as they were before. Relevance = 0.75·cosine similarity + 0.25·share of query terms matched.';
+    'returned as they were before. Relevance = w_vector·cosine similarity + (1 − w_vector)·idf-weighted share of query terms matched.';
 
 create or replace function pgmem._estimate_tokens(p_text text)
 returns integer
