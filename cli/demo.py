@@ -143,7 +143,7 @@ def _run(dsn: str, keep: bool) -> None:
         )
 
         _step("9. Recall: hybrid vector + full-text, scored in SQL (pgmem.recall)")
-        for query in ("Which theme should the UI use?", "用户在哪里工作？"):
+        for query in ("界面应该用什么主题？", "用户在哪里工作？"):
             hits = memory.search(query, USER, k=3, reinforce=False)
             print_rows(
                 hits,
