@@ -34,6 +34,15 @@ def last_run(conn: psycopg.Connection, job: str) -> tuple | None:
     ).fetchone()
 
 
+@pytest.fixture(autouse=True)
+def week_long_episodes(admin: psycopg.Connection) -> None:
+    """The day counts below assume a 7-day episodic half-life; the default
+    (30 days) may change, so every tenant these tests create starts from it."""
+    admin.execute(
+        "update pgmem.settings set half_life_episodic = '7 days' where tenant_id = '_default'"
+    )
+
+
 @pytest.fixture
 def other_session(dsn: str) -> Iterator[psycopg.Connection]:
     """A second, independent superuser session on the same database."""

@@ -86,6 +86,15 @@ def events(conn: psycopg.Connection, event: str) -> dict[int, dict]:
     )
 
 
+@pytest.fixture(autouse=True)
+def week_long_episodes(admin: psycopg.Connection) -> None:
+    """The day counts below assume a 7-day episodic half-life; the default
+    (30 days) may change, so every tenant these tests create starts from it."""
+    admin.execute(
+        "update pgmem.settings set half_life_episodic = '7 days' where tenant_id = '_default'"
+    )
+
+
 @pytest.fixture
 def tenant(admin: psycopg.Connection) -> str:
     admin.execute("select pgmem.create_tenant('acme')")

@@ -89,10 +89,12 @@ create index _tenant_logins_tenant on pgmem._tenant_logins (tenant_id);
 
 -- Per-tenant policy. The '_default' row holds the defaults; a new tenant
 -- gets a copy of it (trigger on tenants). Defaults and where they come from:
---   weights 0.6/0.2/0.2 relevance/importance/recency and a small access
+--   weights 0.6/0.2/0.1 relevance/importance/recency and a small access
 --   boost follow the Generative Agents retrieval score (Park et al. 2023),
---   with relevance weighted first because recall is query-driven;
---   half-lives: episodes 7 days, facts 90, preferences 180, procedures 365
+--   with relevance weighted first because recall is query-driven and
+--   recency a tie-breaker: at 0.2 with a 7-day half-life it buried every
+--   episode older than a few weeks (LoCoMo R@5 0.46 vs 0.58, docs/eval.md);
+--   half-lives: episodes 30 days, facts 90, preferences 180, procedures 365
 --   (episodic detail fades fastest, habits and how-tos slowest);
 --   w_vector 0.5: share of cosine similarity (vs. query-term coverage) in
 --   relevance; 0.3-0.6 score alike on LoCoMo (docs/eval.md), 0.5 sits mid-plateau;
@@ -107,10 +109,10 @@ create table pgmem.settings (
     max_content_bytes     integer not null default 16384 check (max_content_bytes between 1 and 1048576),
     w_relevance           real not null default 0.6 check (w_relevance >= 0),
     w_importance          real not null default 0.2 check (w_importance >= 0),
-    w_recency             real not null default 0.2 check (w_recency >= 0),
+    w_recency             real not null default 0.1 check (w_recency >= 0),
     w_access              real not null default 0.05 check (w_access >= 0),
     w_vector              real not null default 0.5 check (w_vector between 0 and 1),
-    half_life_episodic    interval not null default '7 days' check (half_life_episodic > interval '0'),
+    half_life_episodic    interval not null default '30 days' check (half_life_episodic > interval '0'),
     half_life_semantic    interval not null default '90 days' check (half_life_semantic > interval '0'),
     half_life_preference  interval not null default '180 days' check (half_life_preference > interval '0'),
     half_life_procedural  interval not null default '365 days' check (half_life_procedural > interval '0'),
