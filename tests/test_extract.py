@@ -1,7 +1,6 @@
 """Rule-based fact extraction, the safety filter and the offline merge rule: pure
 Python, no database and no network."""
 
-
 from __future__ import annotations
 
 import re

@@ -5,7 +5,6 @@ The server is ``http.server`` on 127.0.0.1 (ephemeral port) answering
 through the real ``openai`` client, its HTTP stack, timeouts and retries. No mocks.
 """
 
-
 from __future__ import annotations
 
 import json

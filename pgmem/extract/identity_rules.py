@@ -3,7 +3,6 @@ general "my X is Y" / "我的X是Y" attribute. Single-valued attributes carry a 
 triple with a predicate from :data:`pgmem.extract.facts.STABLE_PREDICATES` where one
 fits, so that "I moved to Lisbon" supersedes "I live in Paris"."""
 
-
 from __future__ import annotations
 
 import re

@@ -4,7 +4,6 @@ Lists are written as compact text blocks (words split on whitespace, phrases on 
 so that they stay readable and easy to extend.
 """
 
-
 from __future__ import annotations
 
 import re

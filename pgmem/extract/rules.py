@@ -38,7 +38,6 @@ answer, limits, routines and standing instructions ``procedural``. Triples follo
 the slot conventions of :mod:`.facts`.
 """
 
-
 from __future__ import annotations
 
 import re

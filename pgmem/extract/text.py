@@ -1,7 +1,6 @@
 """Text handling shared by the rules: sentences and clauses, small talk, questions,
 and rewriting a first-person clause into a standalone statement about the user."""
 
-
 from __future__ import annotations
 
 import re
