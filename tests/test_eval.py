@@ -455,7 +455,7 @@ def test_evaluate_reports_every_mode_per_category(dsn: str, locomo_file: Path) -
     assert accessed == (0,)
     data = report.as_dict()
     assert json.loads(json.dumps(data))["modes"][0]["recall"]["overall"].keys() == {"R@5", "R@10"}
-    assert data["settings"]["half_life_episodic"] == "7 days"
+    assert data["settings"]["half_life_episodic"] == "30 days"
 
 
 def test_evaluate_rejects_unknown_modes(dsn: str, locomo_file: Path) -> None:
