@@ -57,31 +57,9 @@
 -- policy): memories_fts serves BYPASSRLS roles only, and tenant roles match
 -- text by filtering the subject's rows. Hence the single pass above.
 
--- pgmem._recall names pgvector settings (hnsw.*) in its SET clause. In a
--- session that has not touched a vector yet they are unknown placeholders,
--- which PostgreSQL 15 lets only superusers put in a SET clause; reading one
--- vector value loads pgvector, and its settings are ordinary user settings.
-do $$ begin perform '[0]'::public.vector; end $$;
-
-create or replace function pgmem._term_coverage(p_fts tsvector, p_lexemes text[], p_weights real[])
-returns real
-language sql
-immutable parallel safe
-security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-    -- Share of the query's term weight that the memory holds: a rare word
-    -- ("violin") counts for more than one in half the subject's memories
-    -- (a speaker's name). Equal weights when none are given.
-    select (coalesce(pg_catalog.sum(coalesce(q.weight, 1)) filter (where q.lexeme = any (m.lexemes)), 0)
-            / nullif(pg_catalog.sum(coalesce(q.weight, 1)), 0))::real
-    from rows from (pg_catalog.unnest(p_lexemes), pg_catalog.unnest(p_weights)) as q(lexeme, weight)
-    cross join (select pg_catalog.tsvector_to_array(p_fts) as lexemes) as m
-    where q.lexeme is not null
-$$;
-
-comment on function pgmem._term_coverage(tsvector, text[], real[]) is
-    'Internal to recall: weighted share of the query terms a memory''s full-text vector contains (text_match).';
+-- pgmem._recall names pgvector settings (hnsw.*) in its SET clause; the
+-- migration runner loads pgvector before these files (alembic/env.py), so
+-- they are real settings, not placeholders a non-superuser may not SET.
 
 create or replace function pgmem._recall_rows(
     p_tenant text,
@@ -162,14 +140,22 @@ begin
         select m.embedding operator(public.<=>) p_embedding as distance
     ) as d
     cross join lateral (
+        -- Share of the query's term weight the memory holds (equal weights
+        -- when none are given); NULL without query terms. A subquery, not a
+        -- helper function: a function call per row costs ~0.1 ms here.
+        select (coalesce(pg_catalog.sum(coalesce(q.weight, 1)) filter (
+                             where q.lexeme = any (pg_catalog.tsvector_to_array(m.fts))), 0)
+                / pg_catalog.sum(coalesce(q.weight, 1)))::real as text_match
+        from unnest(p_lexemes, p_lexeme_weights) as q(lexeme, weight)
+        where q.lexeme is not null
+    ) as t
+    cross join lateral (
         select
             -- A zero vector has no direction: its distance is NaN, treated as unrelated.
             case when d.distance is null or d.distance = 'NaN'::double precision then null
                  else greatest(0, 1 - d.distance)::real
             end as similarity,
-            case when p_lexemes is not null
-                 then pgmem._term_coverage(m.fts, p_lexemes, p_lexeme_weights)
-            end as text_match
+            t.text_match
     ) as r
     cross join lateral (
         select
@@ -274,7 +260,6 @@ declare
     v_pool integer;
     v_subject_rows integer;
     v_ids bigint[] := '{}';
-    v_text_ids bigint[];
 begin
     if p_subject is null then
         raise exception 'recall needs a subject' using errcode = '22023';
@@ -311,28 +296,6 @@ begin
                           from pg_catalog.unnest(v_lexemes) as l(lexeme));
         end if;
     end if;
-    if v_lexemes is not null then
-        -- Inverse document frequency of each query term among the subject's
-        -- active memories, ln(1 + (N + 1) / (df + 1)) as in BM25's idf.
-        -- Counting stops at 100,000 rows: beyond that the weights barely move.
-        select pg_catalog.array_agg(pg_catalog.ln(1 + (c.n + 1)::double precision / (c.df + 1))::real
-                                    order by c.position)
-        into v_weights
-        from (
-            select t.position, pg_catalog.count(*) as n,
-                   pg_catalog.count(*) filter (where s.fts @@ t.query) as df
-            from (select m.fts from pgmem.memories as m
-                  where m.tenant_id = v_tenant and m.subject = p_subject and m.status = 'active'
-                  limit 100000) as s
-            cross join (
-                select l.position,
-                       pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, pg_catalog.quote_literal(l.lexeme))
-                           as query
-                from pg_catalog.unnest(v_lexemes) with ordinality as l(lexeme, position)
-            ) as t
-            group by t.position
-        ) as c;
-    end if;
     -- MMR re-ranks a few times k (LangChain's fetch_k = 20 for k = 4).
     v_pool := greatest(v_settings.candidate_pool, p_k,
                                   case when p_mmr_lambda is not null then 4 * p_k else 0 end);
@@ -367,59 +330,53 @@ begin
         into v_ids
         using v_tenant, p_subject, v_at, v_now, p_kinds, p_session_id, p_since, p_until, p_metadata,
               p_embedding, v_pool;
-        if v_lexemes is not null then
-            -- Under row-level security the planner may not use memories_fts:
-            -- @@ is not leakproof, so it cannot run before the policy. A
-            -- tenant role filters the subject's rows; BYPASSRLS roles get GIN.
-            execute $q$
-                select coalesce(pg_catalog.array_agg(n.memory_id), '{}')
-                from (select m.memory_id
-                      from pgmem.memories as m
-                      where m.tenant_id = $1 and m.subject = $2 and m.status = 'active'
-                        and m.fts @@ $3
-                        and m.valid_from <= $4 and (m.valid_to is null or m.valid_to > $4)
-                        and (m.expires_at is null or m.expires_at > $5)
-                        and ($6::text[] is null or m.kind = any($6))
-                        and ($7::text is null or m.session_id = $7)
-                        and ($8::timestamptz is null or m.created_at >= $8)
-                        and ($9::timestamptz is null or m.created_at < $9)
-                        and ($10::jsonb is null or m.metadata @> $10)
-                      order by pg_catalog.length(m.fts) - pg_catalog.length(pg_catalog.ts_delete(m.fts, $11)) desc,
-                               pg_catalog.ts_rank_cd(m.fts, $3) desc, m.memory_id desc
-                      limit $12) as n
-            $q$
-            into v_text_ids
-            using v_tenant, p_subject, v_tsquery, v_at, v_now, p_kinds, p_session_id, p_since, p_until,
-                  p_metadata, v_lexemes, v_pool;
-            v_ids := v_ids || v_text_ids;
-        end if;
-    elsif p_embedding is not null or v_lexemes is not null then
-        -- Exact, in one pass over the subject's rows (btree memories_subject):
-        -- the distance and the number of query terms each row holds; the
-        -- nearest and the best-matching rows become the candidates. Sorting
-        -- outside the materialized CTE keeps the HNSW index out of the plan.
+    end if;
+
+    if v_lexemes is not null or (p_embedding is not null and v_ids = '{}') then
+        -- One pass over the subject's rows (btree memories_subject) yields
+        --   * the nearest rows, exactly (unless HNSW gave them above);
+        --   * the rows holding most query terms (row-level security keeps
+        --     memories_fts out of reach: see the top of this file);
+        --   * each query term's weight, ln(1 + (N + 1) / (df + 1)) as in
+        --     BM25's idf, N = the subject's active memories and df = those
+        --     holding the term: a rare word ("violin") counts for more than
+        --     one in half the subject's memories (a speaker's name).
+        -- Sorting outside the materialized CTE keeps the HNSW index out.
         with scan as materialized (
             select m.memory_id,
-                   m.embedding operator(public.<=>) p_embedding as distance,
+                   m.status = 'active' as counted,
+                   m.valid_from <= v_at and (m.valid_to is null or m.valid_to > v_at)
+                       and (m.expires_at is null or m.expires_at > v_now)
+                       and (p_kinds is null or m.kind = any(p_kinds))
+                       and (p_session_id is null or m.session_id = p_session_id)
+                       and (p_since is null or m.created_at >= p_since)
+                       and (p_until is null or m.created_at < p_until)
+                       and (p_metadata is null or m.metadata @> p_metadata) as visible,
+                   case when v_ids = '{}' then m.embedding operator(public.<=>) p_embedding end as distance,
                    pg_catalog.length(m.fts) - pg_catalog.length(pg_catalog.ts_delete(m.fts, v_lexemes)) as matched,
                    m.fts
             from pgmem.memories as m
             where m.tenant_id = v_tenant and m.subject = p_subject and m.status = any(v_statuses)
-              and m.valid_from <= v_at and (m.valid_to is null or m.valid_to > v_at)
-              and (m.expires_at is null or m.expires_at > v_now)
-              and (p_kinds is null or m.kind = any(p_kinds))
-              and (p_session_id is null or m.session_id = p_session_id)
-              and (p_since is null or m.created_at >= p_since)
-              and (p_until is null or m.created_at < p_until)
-              and (p_metadata is null or m.metadata @> p_metadata)
+        ),
+        terms as (
+            select l.position,
+                   pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, pg_catalog.quote_literal(l.lexeme)) as query
+            from pg_catalog.unnest(v_lexemes) with ordinality as l(lexeme, position)
         )
-        select array(select s.memory_id from scan as s where s.distance is not null
-                     order by s.distance limit v_pool)
-               || array(select s.memory_id from scan as s where s.matched > 0
+        select v_ids
+               || array(select s.memory_id from scan as s where s.visible and s.distance is not null
+                        order by s.distance limit v_pool)
+               || array(select s.memory_id from scan as s where s.visible and s.matched > 0
                         order by s.matched desc, pg_catalog.ts_rank_cd(s.fts, v_tsquery) desc, s.memory_id desc
-                        limit v_pool)
-        into v_ids;
-    elsif pg_catalog.btrim(coalesce(p_query, '')) = '' then
+                        limit v_pool),
+               (select pg_catalog.array_agg(
+                           pg_catalog.ln(1 + (c.n + 1)::double precision / (c.df + 1))::real order by c.position)
+                from (select t.position, pg_catalog.count(*) filter (where s.counted) as n,
+                             pg_catalog.count(*) filter (where s.counted and s.fts @@ t.query) as df
+                      from terms as t cross join scan as s
+                      group by t.position) as c)
+        into v_ids, v_weights;
+    elsif p_embedding is null and pg_catalog.btrim(coalesce(p_query, '')) = '' then
         -- No query at all: rank every visible memory by importance and
         -- recency. (A query of stop words only matches nothing.)
         v_ids := array(
