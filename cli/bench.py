@@ -1,0 +1,207 @@
+"""`pgmem bench`: latency, accuracy, throughput and size at 10k → 100k (→ 1M) memories."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import psycopg
+import typer
+from rich.table import Table
+
+from pgmem import bench as benchmark
+from pgmem.cli.common import (
+    DsnOption,
+    JsonOption,
+    console,
+    database_errors,
+    dsn_for,
+    err_console,
+    fail,
+)
+
+app = typer.Typer(help="Benchmark the engine on synthetic data.")
+
+
+@app.callback(invoke_without_command=True)
+def bench(
+    dsn: DsnOption = None,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full", help="Add the 1M point (1,000 subjects of 1,000 + 99 small tenants; ~15 min)."
+        ),
+    ] = False,
+    scale: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--scale",
+            help="Memories in the big tenant at a scale point (repeatable); "
+            "default 10,000 and 100,000.",
+        ),
+    ] = None,
+    queries: Annotated[
+        int, typer.Option(help="Recall calls timed at each point (after 20 warm-up calls).")
+    ] = 200,
+    accuracy_queries: Annotated[
+        int, typer.Option(help="Recall calls compared with an exact scan for recall@10.")
+    ] = 100,
+    remember: Annotated[
+        int, typer.Option(help="Memories written through pgmem.remember_many at each point.")
+    ] = 5_000,
+    batch: Annotated[int, typer.Option(help="Memories per remember_many call.")] = 500,
+    database: Annotated[
+        str, typer.Option(help="Database the benchmark creates (and drops) at each point.")
+    ] = "pgmem_bench",
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Keep the last point's database for inspection.")
+    ] = False,
+    maintenance: Annotated[
+        bool,
+        typer.Option(
+            "--maintenance/--no-maintenance",
+            help="Run the decay + archive passes (the first pass at 1M takes the longest).",
+        ),
+    ] = True,
+    as_json: JsonOption = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the table as Markdown (docs/benchmarks.md).")
+    ] = False,
+) -> None:
+    """Generate synthetic memories (clustered 384-d vectors and text) at each scale point,
+    measure recall latency (server-side), recall@10 against an exact scan, remember
+    throughput, one decay + archive pass and size per memory, and print a table.
+    Needs a superuser DSN: it creates its own database."""
+    if scale and full:
+        raise fail("--scale and --full are exclusive: list the points with --scale")
+    scales = tuple(scale) if scale else benchmark.FULL_SCALES if full else benchmark.DEFAULT_SCALES
+    if any(s < 1_000 for s in scales):
+        raise fail("a scale point needs at least 1,000 memories (one subject)")
+    server_dsn = dsn_for(dsn)
+
+    def progress(message: str) -> None:
+        err_console.print(f"[dim]{message}[/dim]", highlight=False)
+
+    with database_errors():
+        try:
+            info = benchmark.machine(server_dsn)
+            results = benchmark.run(
+                server_dsn,
+                scales,
+                queries=queries,
+                accuracy_queries=accuracy_queries,
+                remember=remember,
+                batch=batch,
+                database=database,
+                keep=keep,
+                maintenance=maintenance,
+                progress=progress,
+            )
+        except benchmark.BenchError as exc:
+            raise fail(str(exc)) from None
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise fail(f"the benchmark needs a superuser DSN: {exc}") from None
+    if as_json:
+        json.dump(
+            {"machine": info, "points": [r.as_dict() for r in results]},
+            sys.stdout,
+            default=str,
+            indent=2,
+        )
+        sys.stdout.write("\n")
+        return
+    if markdown:
+        sys.stdout.write(render_markdown(info, results))
+        return
+    console.print(_machine_line(info), highlight=False)
+    console.print(_table(results))
+
+
+ROWS: list[tuple[str, str]] = [
+    ("memories (all tenants)", "memories"),
+    ("recall p50 / p95 / p99 ms (hybrid, k=10)", "recall"),
+    ("  … without reinforcement", "recall_readonly"),
+    ("recall@10 vs exact scan", "recall_at_10"),
+    ("remember, memories/s (remember_many)", "remember"),
+    ("decay + archive, first pass, s", "maintenance_first"),
+    ("decay + archive, hourly pass, s", "maintenance_hourly"),
+    ("table bytes / memory", "table"),
+    ("index bytes / memory", "index"),
+    ("load / index build, s", "load"),
+]
+
+
+def _cell(result: benchmark.PointResult, key: str) -> str:
+    r = result
+    match key:
+        case "memories":
+            return f"{r.memories:,} ({r.tenants} tenants, {r.subjects:,} subjects)"
+        case "recall":
+            return f"{r.recall_ms.p50:.1f} / {r.recall_ms.p95:.1f} / {r.recall_ms.p99:.1f}"
+        case "recall_readonly":
+            m = r.recall_readonly_ms
+            return f"{m.p50:.1f} / {m.p95:.1f} / {m.p99:.1f}"
+        case "recall_at_10":
+            return f"{r.recall_at_10:.3f} ({r.recall_at_10_queries} queries)"
+        case "remember":
+            return f"{r.remember_per_s:,.0f} ({r.remembered:,})"
+        case "maintenance_first" | "maintenance_hourly" if not r.maintenance_measured:
+            return "not run"
+        case "maintenance_first":
+            return (
+                f"{r.maintenance_first_s:.1f} ({r.decay_first_s:.1f} + {r.archive_first_s:.1f}; "
+                f"{r.decayed_first:,} decayed, {r.archived_first:,} archived)"
+            )
+        case "maintenance_hourly":
+            return (
+                f"{r.maintenance_hourly_s:.1f} ({r.decayed_hourly:,} decayed, "
+                f"{r.archived_hourly:,} archived)"
+            )
+        case "table":
+            return f"{r.table_bytes_per_memory:,.0f}"
+        case "index":
+            return f"{r.index_bytes_per_memory:,.0f}"
+        case "load":
+            return f"{r.load_s:.0f} / {r.index_s:.0f}"
+    raise KeyError(key)
+
+
+def _table(results: list[benchmark.PointResult]) -> Table:
+    table = Table(title="pgmem bench")
+    table.add_column("")
+    for r in results:
+        table.add_column(f"{r.scale:,}", justify="right")
+    for label, key in ROWS:
+        table.add_row(label, *(_cell(r, key) for r in results))
+    for target in results[0].targets() if results else {}:
+        table.add_row(f"target: {target}", *(_verdict(r.targets()[target]) for r in results))
+    return table
+
+
+def _verdict(met: bool | None, *, emphasis: str = "") -> str:
+    if met is None:
+        return "not run"
+    return "met" if met else f"{emphasis}NOT met{emphasis}"
+
+
+def _machine_line(info: dict[str, object]) -> str:
+    load = info.get("load_average")
+    load_text = " ".join(f"{v:.1f}" for v in load) if isinstance(load, list | tuple) else load
+    return (
+        f"{info.get('nproc')} CPU ({info.get('cpu')}), {info.get('memory_gib')} GiB, "
+        f"PostgreSQL {info.get('postgres')}, pgvector {info.get('pgvector')}, "
+        f"shared_buffers {info.get('shared_buffers')}, load average {load_text}"
+    )
+
+
+def render_markdown(info: dict[str, object], results: list[benchmark.PointResult]) -> str:
+    lines = [f"Machine: {_machine_line(info)}", ""]
+    lines.append("| | " + " | ".join(f"{r.scale:,}" for r in results) + " |")
+    lines.append("|---|" + "---:|" * len(results))
+    for label, key in ROWS:
+        lines.append(f"| {label.strip()} | " + " | ".join(_cell(r, key) for r in results) + " |")
+    for target in results[0].targets() if results else {}:
+        marks = " | ".join(_verdict(r.targets()[target], emphasis="**") for r in results)
+        lines.append(f"| target: {target} | {marks} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,725 @@
+"""`pgmem bench`: the engine at 10k, 100k and 1M memories, on synthetic data.
+
+Each scale point gets a database of its own (created, migrated with
+pgmem.schema.upgrade, dropped at the end unless kept):
+
+* one big tenant ``bench`` with ``memories / 1000`` subjects of 1,000
+  memories each, their rows interleaved in the heap as an app writing for
+  many users at once would leave them, plus 99 small tenants;
+* 384-d vectors in 256 clusters (a unit centre plus two noise vectors drawn
+  from a pool, so every vector is distinct), and text whose words follow the
+  cluster, generated set-based in SQL with a fixed seed (deterministic);
+* indexes dropped for the bulk load and rebuilt from their own definitions,
+  as a DBA loading a table would.
+
+Then, in this order (the later steps change the data):
+
+1. table and index size per memory;
+2. recall latency, server-side: ``EXPLAIN (ANALYZE)`` execution time of
+   ``pgmem.recall`` (hybrid: text and embedding, k = 10) as a tenant-bound
+   role, so row-level security is on, reinforcing as applications do; then
+   once more without reinforcement;
+3. filtered recall@10: ``pgmem.recall`` against the same scoring applied to
+   every active memory of the subject (``pgmem._recall_rows`` over all of
+   them: an exact scan, no candidate pool, no index);
+4. remember throughput: ``pgmem.remember_many`` in batches of precomputed
+   embeddings, each batch its own transaction;
+5. one decay + archive pass over all tenants (``pgmem.decay`` then
+   ``pgmem.archive``): first on the freshly loaded data, where every row
+   is new to them, then an hour later, the steady state of an hourly job.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg.types.numeric import Int8
+
+from pgmem import schema
+
+PER_SUBJECT = 1_000
+SMALL_TENANTS = 99
+DEFAULT_SCALES = (10_000, 100_000)
+FULL_SCALES = (10_000, 100_000, 1_000_000)
+TENANT = "bench"
+TOPICS = 256  # clusters of the synthetic vectors
+TOPICS_PER_SUBJECT = 20
+NOISE_POOL = 4096
+# Each noise coordinate is uniform in ±0.045: a noise vector has norm ≈ 0.51,
+# so two memories of one cluster have cosine ≈ 0.66 (below the 0.85 merge
+# threshold: remember inserts them) and clusters are ≈ orthogonal.
+NOISE = 0.045
+SEED = 0.42
+
+# Targets from the issue, at 1M memories.
+TARGET_RECALL_P95_MS = 20.0
+TARGET_RECALL_AT_10 = 0.98
+TARGET_REMEMBER_PER_S = 2_000.0
+TARGET_MAINTENANCE_S = 10.0
+
+
+class BenchError(Exception):
+    """A benchmark that cannot run; the message says why."""
+
+
+@dataclass(frozen=True)
+class Scale:
+    """One scale point: ``memories`` in the big tenant, 1,000 per subject."""
+
+    memories: int
+
+    @property
+    def subjects(self) -> int:
+        return max(1, self.memories // PER_SUBJECT)
+
+    @property
+    def small_tenant_memories(self) -> int:
+        # 1% of the big tenant, at least 10 each, over two subjects.
+        return max(10, self.memories // (100 * SMALL_TENANTS))
+
+    @property
+    def total(self) -> int:
+        return self.subjects * PER_SUBJECT + SMALL_TENANTS * self.small_tenant_memories
+
+
+@dataclass
+class Latency:
+    p50: float
+    p95: float
+    p99: float
+    mean: float
+    samples: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Latency:
+        ordered = sorted(values)
+
+        def pct(p: float) -> float:
+            # Nearest rank: the smallest value with at least p of the samples at or below it.
+            return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
+
+        return cls(pct(0.50), pct(0.95), pct(0.99), statistics.fmean(ordered), len(ordered))
+
+
+@dataclass
+class PointResult:
+    scale: int
+    memories: int
+    tenants: int
+    subjects: int
+    load_s: float
+    index_s: float
+    table_bytes_per_memory: float
+    index_bytes_per_memory: float
+    index_bytes: dict[str, int]
+    recall_ms: Latency
+    recall_readonly_ms: Latency
+    recall_at_10: float
+    recall_at_10_queries: int
+    remember_per_s: float
+    remembered: int
+    remember_actions: dict[str, int]
+    decay_first_s: float
+    archive_first_s: float
+    decayed_first: int
+    archived_first: int
+    decay_hourly_s: float
+    archive_hourly_s: float
+    decayed_hourly: int
+    archived_hourly: int
+    maintenance_measured: bool = True
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def maintenance_first_s(self) -> float:
+        return self.decay_first_s + self.archive_first_s
+
+    @property
+    def maintenance_hourly_s(self) -> float:
+        return self.decay_hourly_s + self.archive_hourly_s
+
+    def targets(self) -> dict[str, bool | None]:
+        """Each target of the issue: met, not met, or None when not measured."""
+        measured = self.maintenance_measured
+        return {
+            "recall p95 <= 20 ms": self.recall_ms.p95 <= TARGET_RECALL_P95_MS,
+            "recall@10 >= 0.98": self.recall_at_10 >= TARGET_RECALL_AT_10,
+            "remember >= 2,000/s": self.remember_per_s >= TARGET_REMEMBER_PER_S,
+            "decay + archive <= 10 s (hourly pass)": (
+                self.maintenance_hourly_s <= TARGET_MAINTENANCE_S if measured else None
+            ),
+            "decay + archive <= 10 s (first pass)": (
+                self.maintenance_first_s <= TARGET_MAINTENANCE_S if measured else None
+            ),
+        }
+
+    def summary(self) -> str:
+        """One line with the headline numbers, printed as soon as a point is done."""
+        r, m = self.recall_ms, self.recall_readonly_ms
+        line = (
+            f"{self.scale:,}: recall p50/p95/p99 {r.p50:.1f}/{r.p95:.1f}/{r.p99:.1f} ms "
+            f"(read-only {m.p50:.1f}/{m.p95:.1f}/{m.p99:.1f}), recall@10 {self.recall_at_10:.3f}, "
+            f"remember {self.remember_per_s:,.0f}/s"
+        )
+        if self.maintenance_measured:
+            line += (
+                f", decay + archive {self.maintenance_first_s:.1f} s first, "
+                f"{self.maintenance_hourly_s:.1f} s hourly"
+            )
+        return line
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["maintenance_first_s"] = self.maintenance_first_s
+        d["maintenance_hourly_s"] = self.maintenance_hourly_s
+        d["targets"] = self.targets()
+        return d
+
+
+# ---------------------------------------------------------------------- SQL, by name
+
+SETUP_TOPICS = """
+create table public.bench_topics as
+select t, public.l2_normalize(array(
+           select random() * 2 - 1 from generate_series(1, %(dims)s) where t >= 0
+       )::public.vector) as center
+from generate_series(0, %(topics)s - 1) as t
+"""
+
+SETUP_NOISE = """
+create table public.bench_noise as
+select n, array(
+           select (random() * 2 - 1) * %(noise)s from generate_series(1, %(dims)s) where n >= 0
+       )::public.vector as v
+from generate_series(0, %(pool)s - 1) as n
+"""
+
+CREATE_TENANTS = """
+select pgmem.create_tenant(%(tenant)s), pgmem.create_tenant(pg_catalog.format('bench-small-%%s', i))
+from generate_series(1, %(small_tenants)s) as i
+"""
+
+CREATE_SUBJECTS = """
+insert into pgmem.subjects (tenant_id, subject)
+select %(tenant)s, pg_catalog.format('user-%%s', s) from generate_series(0, %(subjects)s - 1) as s
+union all
+select pg_catalog.format('bench-small-%%s', i), pg_catalog.format('user-%%s', j)
+from generate_series(1, %(small_tenants)s) as i, generate_series(0, 1) as j
+"""
+
+SECONDARY_INDEXES = """
+select c.relname as name, pg_catalog.pg_get_indexdef(i.indexrelid) as definition
+from pg_catalog.pg_index as i
+join pg_catalog.pg_class as c on c.oid = i.indexrelid
+where i.indrelid = 'pgmem.memories'::regclass and not i.indisprimary
+order by c.relname
+"""
+
+# Subject s draws its topics from (s * 37 + j) % 256, j < 20; row i of the
+# big tenant belongs to subject i % subjects, so a subject's rows spread
+# over the whole heap. Small tenants are numbered after the big subjects.
+GENERATE_MEMORIES = """
+insert into pgmem.memories (tenant_id, subject, kind, content, embedding, importance,
+                            effective_importance, access_count, last_accessed_at, created_at,
+                            valid_from, session_id, source)
+select r.tenant_id, r.subject, r.kind, r.content, r.embedding, r.importance,
+       -- What the hourly decay job would have stored by now (30_lifecycle.sql):
+       -- importance · exp(-ln 2 · time since last access / half-life), the
+       -- exponent capped at 27 as pgmem._decayed caps it.
+       (r.importance * pg_catalog.exp(-least(
+           pg_catalog.ln(2) * extract(epoch from %(now)s - r.last_accessed_at)
+           / extract(epoch from case r.kind when 'episodic' then s.half_life_episodic
+                                            when 'semantic' then s.half_life_semantic
+                                            when 'preference' then s.half_life_preference
+                                            else s.half_life_procedural end),
+           27)))::real,
+       r.access_count, r.last_accessed_at, r.created_at, r.created_at, r.session_id, 'import'
+from (
+    select g.tenant_id, g.subject,
+           case when g.r_kind < 0.4 then 'semantic' when g.r_kind < 0.7 then 'episodic'
+                when g.r_kind < 0.9 then 'preference' else 'procedural' end as kind,
+           pg_catalog.format('memory %%s of %%s on topic%%s: w%%s w%%s w%%s', g.i, g.subject,
+                             g.topic, g.topic * 8 + g.w1, g.topic * 8 + g.w2, g.w3) as content,
+           public.l2_normalize(t.center operator(public.+) n1.v operator(public.+) n2.v)
+               as embedding,
+           (0.1 + 0.9 * g.r_importance)::real as importance,
+           (g.r_access ^ 3 * 30)::integer as access_count,
+           %(now)s - g.r_age * interval '400 days' * g.r_last as last_accessed_at,
+           %(now)s - g.r_age * interval '400 days' as created_at,
+           pg_catalog.format('session-%%s', g.i / 20) as session_id
+    from (
+        select x.*,
+               (x.subject_no * 37
+                + (random() * %(topics_per_subject)s)::integer %% %(topics_per_subject)s
+               ) %% %(topics)s as topic,
+               (random() * 7)::integer as w1, (random() * 7)::integer as w2,
+               (random() * 2000)::integer as w3,
+               random() as r_kind, random() as r_importance, random() as r_access,
+               random() as r_age, random() as r_last,
+               (random() * (%(pool)s - 1))::integer as a,
+               (random() * (%(pool)s - 1))::integer as b
+        from (
+            select i, %(tenant)s as tenant_id,
+                   pg_catalog.format('user-%%s', i %% %(subjects)s) as subject,
+                   i %% %(subjects)s as subject_no
+            from generate_series(0, %(subjects)s * %(per_subject)s - 1) as i
+            union all
+            select %(subjects)s * %(per_subject)s + i,
+                   pg_catalog.format('bench-small-%%s', 1 + i %% %(small_tenants)s),
+                   pg_catalog.format('user-%%s', i / %(small_tenants)s %% 2),
+                   %(subjects)s + i %% (2 * %(small_tenants)s)
+            from generate_series(0, %(small_tenants)s * %(small_size)s - 1) as i
+        ) as x
+    ) as g
+    join public.bench_topics as t on t.t = g.topic
+    join public.bench_noise as n1 on n1.n = g.a
+    join public.bench_noise as n2 on n2.n = g.b
+) as r
+join pgmem.settings as s on s.tenant_id = r.tenant_id
+"""
+
+SIZES = """
+select pg_catalog.pg_table_size('pgmem.memories') as table_bytes,
+       pg_catalog.pg_indexes_size('pgmem.memories') as index_bytes,
+       (select pg_catalog.count(*) from pgmem.memories) as memories,
+       (select pg_catalog.count(distinct tenant_id) from pgmem.memories) as tenants,
+       (select pg_catalog.count(*) from pgmem.subjects) as subjects
+"""
+
+INDEX_SIZES = """
+select c.relname as name, pg_catalog.pg_relation_size(i.indexrelid) as bytes
+from pg_catalog.pg_index as i
+join pg_catalog.pg_class as c on c.oid = i.indexrelid
+where i.indrelid = 'pgmem.memories'::regclass
+order by c.relname
+"""
+
+# A query asks a subject about one of its topics: an embedding near the
+# topic's centre and two of its words.
+QUERIES = """
+select pg_catalog.format('user-%%s', q.s) as subject,
+       pg_catalog.format('w%%s topic%%s', t.t * 8 + q.w, t.t) as text,
+       public.l2_normalize(t.center operator(public.+) n.v)::text as embedding
+from (
+    select (random() * (%(subjects)s - 1))::integer as s,
+           (random() * (%(topics_per_subject)s - 1))::integer as j,
+           (random() * 7)::integer as w, (random() * (%(pool)s - 1))::integer as a, g
+    from generate_series(1, %(n)s) as g
+) as q
+join public.bench_topics as t on t.t = (q.s * 37 + q.j) %% %(topics)s
+join public.bench_noise as n on n.n = q.a
+order by q.g
+"""
+
+BIND_TENANT = "select pgmem.set_tenant(%(tenant)s, false)"
+ACT_AS_SERVICE = "set role pgmem_service"
+
+RECALL = """
+explain (analyze, timing off, summary on, format json)
+select * from pgmem.recall(%(subject)s, %(text)s, %(embedding)s::public.vector, p_k => 10,
+                           p_reinforce => %(reinforce)s)
+"""
+
+RECALL_IDS = """
+select r.memory_id
+from pgmem.recall(%(subject)s, %(text)s, %(embedding)s::public.vector, p_k => 10,
+                  p_reinforce => false, p_now => %(now)s) as r
+"""
+
+# The same scoring over every active memory of the subject, ordered as
+# pgmem.recall orders (score as real, then memory_id), with the query terms
+# weighted as recall weighs them (idf over the subject's active memories).
+EXACT_IDS = """
+with terms as (
+    select l.position, l.lexeme,
+           pg_catalog.to_tsquery('pg_catalog.simple'::regconfig,
+                                 pg_catalog.quote_literal(l.lexeme)) as query
+    from pg_catalog.unnest(pg_catalog.tsvector_to_array(pgmem._tsv(%(text)s)))
+        with ordinality as l(lexeme, position)
+),
+subject as (
+    select m.memory_id, m.fts
+    from pgmem.memories as m
+    where m.tenant_id = %(tenant)s and m.subject = %(subject)s and m.status = 'active'
+),
+weights as (
+    select pg_catalog.array_agg(t.lexeme order by t.position) as lexemes,
+           pg_catalog.array_agg(
+               pg_catalog.ln(1 + (c.n + 1)::double precision / (c.df + 1))::real order by t.position
+           ) as weights
+    from terms as t
+    join (select t.position, pg_catalog.count(*) as n,
+                 pg_catalog.count(*) filter (where s.fts @@ t.query) as df
+          from terms as t cross join subject as s
+          group by t.position) as c on c.position = t.position
+)
+select r.memory_id
+from pgmem.settings as s
+cross join weights as w
+cross join lateral pgmem._recall_rows(
+    s.tenant_id, s, %(subject)s, array(select memory_id from subject),
+    %(embedding)s::public.vector, w.lexemes, w.weights,
+    %(now)s, %(now)s, null, null, null, null, null) as r
+where s.tenant_id = %(tenant)s
+order by (s.w_relevance::double precision * r.relevance + r.base_score)::real desc, r.memory_id desc
+limit 10
+"""
+
+# New memories for existing subjects, with precomputed embeddings.
+REMEMBER_ITEMS = """
+select pg_catalog.jsonb_build_object(
+           'subject', pg_catalog.format('user-%%s', q.s),
+           'content', pg_catalog.format('new memory %%s of user-%%s on topic%%s: w%%s',
+                                        q.g, q.s, t.t, t.t * 8 + q.w),
+           'embedding', public.l2_normalize(
+               t.center operator(public.+) n1.v operator(public.+) n2.v)::text,
+           'kind', 'semantic',
+           'importance', 0.5,
+           'source', 'import') as item
+from (
+    select (random() * (%(subjects)s - 1))::integer as s,
+           (random() * (%(topics_per_subject)s - 1))::integer as j,
+           (random() * 7)::integer as w, (random() * (%(pool)s - 1))::integer as a,
+           (random() * (%(pool)s - 1))::integer as b, g
+    from generate_series(1, %(n)s) as g
+) as q
+join public.bench_topics as t on t.t = (q.s * 37 + q.j) %% %(topics)s
+join public.bench_noise as n1 on n1.n = q.a
+join public.bench_noise as n2 on n2.n = q.b
+order by q.g
+"""
+
+REMEMBER_MANY = """
+select r.action, pg_catalog.count(*) as n
+from pgmem.remember_many(%(items)s) as r
+group by r.action
+"""
+
+DECAY = "select pgmem.decay(%(now)s) as n"
+ARCHIVE = "select a.weak + a.expired as n from pgmem.archive(%(now)s) as a"
+
+MACHINE = """
+select pg_catalog.current_setting('server_version') as postgres,
+       (select e.extversion from pg_catalog.pg_extension as e
+        where e.extname = 'vector') as pgvector,
+       pg_catalog.current_setting('shared_buffers') as shared_buffers,
+       pg_catalog.current_setting('work_mem') as work_mem,
+       pg_catalog.current_setting('maintenance_work_mem') as maintenance_work_mem,
+       pg_catalog.current_setting('max_parallel_maintenance_workers') as parallel_maintenance,
+       pg_catalog.current_setting('synchronous_commit') as synchronous_commit
+"""
+
+FUNCTION_EXISTS = """
+select exists (select from pg_catalog.pg_proc as p
+               where p.pronamespace = 'pgmem'::regnamespace and p.proname = %(name)s) as present
+"""
+
+
+# ---------------------------------------------------------------------- running
+
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+@contextmanager
+def bench_database(server_dsn: str, name: str, *, keep: bool = False) -> Iterator[str]:
+    """A new database on the server for one scale point; dropped afterwards unless ``keep``."""
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        exists = conn.execute("select 1 from pg_database where datname = %s", (name,)).fetchone()
+        if exists:
+            raise BenchError(
+                f'database "{name}" already exists (a kept or interrupted run?); '
+                f'drop it (drop database "{name}") or pass --database'
+            )
+        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+    try:
+        yield make_conninfo(server_dsn, dbname=name)
+    finally:
+        if not keep:
+            with psycopg.connect(server_dsn, autocommit=True) as conn:
+                conn.execute(
+                    sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
+                )
+
+
+def machine(server_dsn: str) -> dict[str, Any]:
+    """What the numbers were measured on."""
+    info: dict[str, Any] = {
+        "nproc": os.cpu_count(),
+        "cpu": _cpu_model(),
+        "memory_gib": _memory_gib(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+    }
+    with psycopg.connect(server_dsn, row_factory=dict_row) as conn:
+        row = conn.execute(MACHINE).fetchone() or {}
+    info.update(row)
+    if info.get("pgvector") is None:
+        with psycopg.connect(server_dsn, row_factory=dict_row) as conn:
+            available = conn.execute(
+                "select default_version from pg_available_extensions where name = 'vector'"
+            ).fetchone()
+        info["pgvector"] = available["default_version"] if available else None
+    return info
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        return platform.processor() or None
+    return None
+
+
+def _memory_gib() -> float | None:
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemTotal:"):
+                    return round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+def run(
+    server_dsn: str,
+    scales: Sequence[int] = DEFAULT_SCALES,
+    *,
+    queries: int = 200,
+    accuracy_queries: int = 100,
+    remember: int = 5_000,
+    batch: int = 500,
+    database: str = "pgmem_bench",
+    keep: bool = False,
+    maintenance: bool = True,
+    progress: Progress = _quiet,
+) -> list[PointResult]:
+    """Every scale point in turn, each in a fresh database named ``database``."""
+    results = []
+    for memories in scales:
+        with bench_database(server_dsn, database, keep=keep) as dsn:
+            results.append(
+                run_point(
+                    dsn,
+                    Scale(memories),
+                    queries=queries,
+                    accuracy_queries=accuracy_queries,
+                    remember=remember,
+                    batch=batch,
+                    maintenance=maintenance,
+                    progress=progress,
+                )
+            )
+            progress(results[-1].summary())
+        if keep and memories != scales[-1]:
+            # The next point needs the name: keeping applies to the last one.
+            with psycopg.connect(server_dsn, autocommit=True) as conn:
+                conn.execute(
+                    sql.SQL("drop database if exists {} with (force)").format(
+                        sql.Identifier(database)
+                    )
+                )
+    return results
+
+
+def run_point(
+    dsn: str,
+    scale: Scale,
+    *,
+    queries: int = 200,
+    accuracy_queries: int = 100,
+    remember: int = 5_000,
+    batch: int = 500,
+    maintenance: bool = True,
+    progress: Progress = _quiet,
+) -> PointResult:
+    """Load one scale point into the (empty) database at ``dsn`` and measure it."""
+    say = progress
+    say(f"{scale.memories:,}: migrating")
+    schema.upgrade(dsn)
+    notes: list[str] = []
+    with psycopg.connect(dsn, autocommit=True, row_factory=dict_row) as conn:
+        for name in ("remember_many", "decay", "archive"):
+            found = conn.execute(FUNCTION_EXISTS, {"name": name}).fetchone()
+            if not (found and found["present"]):
+                raise BenchError(f"pgmem.{name} does not exist in this schema: the bench calls it")
+        load_s, index_s = _load(conn, scale, say)
+        sizes = conn.execute(SIZES).fetchone()
+        assert sizes is not None
+        index_bytes = {r["name"]: int(r["bytes"]) for r in conn.execute(INDEX_SIZES).fetchall()}
+        now = conn.execute("select now() as now").fetchone()["now"]  # type: ignore[index]
+        params = _params(scale)
+        conn.execute("select setseed(%s)", (SEED / 2,))
+        asked = conn.execute(QUERIES, {**params, "n": Int8(queries + 20)}).fetchall()
+        conn.execute("select setseed(%s)", (SEED / 3,))
+        generated = conn.execute(REMEMBER_ITEMS, {**params, "n": Int8(remember)}).fetchall()
+        items = [r["item"] for r in generated]
+
+    say(f"{scale.memories:,}: recall latency ({queries} queries)")
+    with _tenant_connection(dsn) as conn:
+        for q in asked[:20]:  # warm the session's plans and the caches
+            _recall_ms(conn, q, reinforce=True)
+        reinforcing = [_recall_ms(conn, q, reinforce=True) for q in asked[20:]]
+        readonly = [_recall_ms(conn, q, reinforce=False) for q in asked[20:]]
+
+    say(f"{scale.memories:,}: recall@10 against an exact scan ({accuracy_queries} queries)")
+    hits = 0
+    sample = asked[20 : 20 + accuracy_queries]
+    with _tenant_connection(dsn) as conn:
+        for q in sample:
+            args = {**q, "now": now, "tenant": TENANT}
+            got = {r["memory_id"] for r in conn.execute(RECALL_IDS, args).fetchall()}
+            exact = {r["memory_id"] for r in conn.execute(EXACT_IDS, args).fetchall()}
+            hits += len(got & exact)
+            if len(exact) < 10:
+                notes.append(f"{q['subject']} has fewer than 10 visible memories")
+    recall_at_10 = hits / (10 * len(sample)) if sample else 1.0
+
+    say(f"{scale.memories:,}: remember ({remember:,} memories, batches of {batch})")
+    actions: dict[str, int] = {}
+    with _tenant_connection(dsn) as conn:
+        started = time.perf_counter()
+        for i in range(0, len(items), batch):
+            for row in conn.execute(REMEMBER_MANY, {"items": Jsonb(items[i : i + batch])}):
+                actions[row["action"]] = actions.get(row["action"], 0) + int(row["n"])
+        remember_s = time.perf_counter() - started
+
+    passes = [(0.0, 0)] * 4
+    if maintenance:
+        say(f"{scale.memories:,}: decay + archive")
+        with psycopg.connect(dsn, autocommit=True) as conn:  # superuser: every tenant
+            conn.execute("set jit = off")
+            later = now + timedelta(hours=1)
+            passes = [
+                _timed_count(conn, DECAY, now),
+                _timed_count(conn, ARCHIVE, now),
+                _timed_count(conn, DECAY, later),
+                _timed_count(conn, ARCHIVE, later),
+            ]
+    (decay_first_s, decayed_first), (archive_first_s, archived_first) = passes[:2]
+    (decay_hourly_s, decayed_hourly), (archive_hourly_s, archived_hourly) = passes[2:]
+
+    memories = int(sizes["memories"])
+    return PointResult(
+        scale=scale.memories,
+        memories=memories,
+        tenants=int(sizes["tenants"]),
+        subjects=int(sizes["subjects"]),
+        load_s=load_s,
+        index_s=index_s,
+        table_bytes_per_memory=sizes["table_bytes"] / memories,
+        index_bytes_per_memory=sizes["index_bytes"] / memories,
+        index_bytes=index_bytes,
+        recall_ms=Latency.of(reinforcing),
+        recall_readonly_ms=Latency.of(readonly),
+        recall_at_10=recall_at_10,
+        recall_at_10_queries=len(sample),
+        remember_per_s=len(items) / remember_s if remember_s else 0.0,
+        remembered=len(items),
+        remember_actions=actions,
+        decay_first_s=decay_first_s,
+        archive_first_s=archive_first_s,
+        decayed_first=decayed_first,
+        archived_first=archived_first,
+        decay_hourly_s=decay_hourly_s,
+        archive_hourly_s=archive_hourly_s,
+        decayed_hourly=decayed_hourly,
+        archived_hourly=archived_hourly,
+        maintenance_measured=maintenance,
+        notes=sorted(set(notes)),
+    )
+
+
+def _params(scale: Scale) -> dict[str, Any]:
+    # Int8: psycopg sends a small Python int as smallint, and products such
+    # as subjects * per_subject would overflow it in SQL.
+    return {
+        "tenant": TENANT,
+        "subjects": Int8(scale.subjects),
+        "per_subject": Int8(PER_SUBJECT),
+        "small_tenants": Int8(SMALL_TENANTS),
+        "small_size": Int8(scale.small_tenant_memories),
+        "topics": Int8(TOPICS),
+        "topics_per_subject": Int8(TOPICS_PER_SUBJECT),
+        "pool": Int8(NOISE_POOL),
+        "noise": NOISE,
+        "dims": Int8(schema.DEFAULT_DIMS),
+    }
+
+
+def _load(conn: psycopg.Connection[Any], scale: Scale, say: Progress) -> tuple[float, float]:
+    params = _params(scale)
+    conn.execute("select setseed(%s)", (SEED,))
+    conn.execute(SETUP_TOPICS, params)
+    conn.execute(SETUP_NOISE, params)
+    conn.execute(CREATE_TENANTS, params)
+    conn.execute(CREATE_SUBJECTS, params)
+    indexes = conn.execute(SECONDARY_INDEXES).fetchall()
+    for index in indexes:
+        conn.execute(sql.SQL("drop index pgmem.{}").format(sql.Identifier(index["name"])))
+    say(f"{scale.memories:,}: generating {scale.total:,} memories")
+    started = time.perf_counter()
+    now = conn.execute("select now() as now").fetchone()["now"]  # type: ignore[index]
+    conn.execute(GENERATE_MEMORIES, {**params, "now": now})
+    load_s = time.perf_counter() - started
+    say(f"{scale.memories:,}: building {len(indexes)} indexes")
+    started = time.perf_counter()
+    # Session settings for the build only: the HNSW graph fits in memory.
+    conn.execute("set maintenance_work_mem = '4GB'")
+    for index in indexes:
+        conn.execute(index["definition"])
+    conn.execute("reset maintenance_work_mem")
+    index_s = time.perf_counter() - started
+    conn.execute("vacuum (analyze) pgmem.memories")
+    return load_s, index_s
+
+
+@contextmanager
+def _tenant_connection(dsn: str) -> Iterator[psycopg.Connection[Any]]:
+    """A session as the app would have: pgmem_service bound to the bench tenant (RLS on)."""
+    with psycopg.connect(dsn, autocommit=True, row_factory=dict_row) as conn:
+        conn.execute(BIND_TENANT, {"tenant": TENANT})
+        conn.execute(ACT_AS_SERVICE)
+        yield conn
+
+
+def _recall_ms(conn: psycopg.Connection[Any], query: dict[str, Any], *, reinforce: bool) -> float:
+    row = conn.execute(RECALL, {**query, "reinforce": reinforce}).fetchone()
+    assert row is not None
+    plan = next(iter(row.values()))
+    return float(plan[0]["Execution Time"])
+
+
+def _timed_count(conn: psycopg.Connection[Any], statement: str, now: datetime) -> tuple[float, int]:
+    started = time.perf_counter()
+    row = conn.execute(statement, {"now": now}).fetchone()
+    elapsed = time.perf_counter() - started
+    return elapsed, int(row[0]) if row and row[0] is not None else 0
+
+
+def unique_database(prefix: str = "pgmem_bench") -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
