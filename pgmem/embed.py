@@ -29,6 +29,7 @@ would outlive it but is not this module's job.
 
 from __future__ import annotations
 
+import abc
 import array
 import hashlib
 import math
@@ -175,7 +176,7 @@ def shared_cache() -> EmbeddingCache:
         return _shared_cache
 
 
-class _CachedEmbedder:
+class _CachedEmbedder(abc.ABC):
     """Cache lookup, batching and vector checks shared by both backends."""
 
     model: str
@@ -186,13 +187,13 @@ class _CachedEmbedder:
         self.cache = shared_cache() if cache is None else cache
 
     @property
+    @abc.abstractmethod
     def cache_namespace(self) -> str:
         """What, besides the text, decides the vector; part of every cache key."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _compute(self, texts: list[str]) -> list[Sequence[float]]:
         """Vectors for at most ``batch_size`` distinct texts, straight from the backend."""
-        raise NotImplementedError
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if isinstance(texts, str):
