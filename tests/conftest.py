@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import psycopg
 import pytest
@@ -133,5 +134,53 @@ def login_role(
         return conn
 
     yield login
+    for conn in opened:
+        conn.close()
+
+
+@dataclass(frozen=True)
+class Db:
+    dsn: str
+    admin: psycopg.Connection  # superuser, autocommit: sees every tenant
+
+
+@dataclass(frozen=True)
+class Tenant:
+    name: str
+    conn: psycopg.Connection  # the tenant's own login role, autocommit
+    dsn: str  # for more sessions as that role
+
+
+@pytest.fixture(scope="module")
+def db(server_dsn: str, template_db: str) -> Iterator[Db]:
+    """One migrated database for a whole module whose tests each work in tenants of
+    their own (cloning a database per test would cost more than such tests)."""
+    name = f"pgmem_test_{uuid.uuid4().hex[:12]}"
+    janitor = _janitor(server_dsn, name, template_dbname=template_db)
+    janitor.init()
+    dsn = make_conninfo(server_dsn, dbname=name)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            yield Db(dsn, admin)
+    finally:
+        janitor.drop()
+
+
+@pytest.fixture
+def new_tenant(db: Db) -> Iterator[Callable[[], Tenant]]:
+    """Creates a fresh tenant of the module's database with a login role, connected as it."""
+    opened: list[psycopg.Connection] = []
+
+    def create() -> Tenant:
+        suffix = uuid.uuid4().hex[:10]
+        name, role, password = f"t{suffix}", f"{TEST_ROLE_PREFIX}_m{suffix}", uuid.uuid4().hex
+        db.admin.execute("select pgmem.create_tenant(%s)", (name,))
+        db.admin.execute("select pgmem.create_tenant_login(%s, %s, %s)", (name, password, role))
+        dsn = make_conninfo(db.dsn, user=role, password=password)
+        conn = psycopg.connect(dsn, autocommit=True)
+        opened.append(conn)
+        return Tenant(name, conn, dsn)
+
+    yield create
     for conn in opened:
         conn.close()

@@ -10,12 +10,12 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
 import pytest
+from conftest import Db, Tenant
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
@@ -93,59 +93,6 @@ def count(admin: psycopg.Connection, table: str, tenant: str) -> int:
     ).fetchone()
     assert row is not None
     return int(row[0])
-
-
-@dataclass(frozen=True)
-class Db:
-    dsn: str
-    admin: psycopg.Connection  # superuser, autocommit: sees every tenant
-
-
-@dataclass(frozen=True)
-class Tenant:
-    name: str
-    conn: psycopg.Connection  # the tenant's own login role, autocommit
-
-
-@pytest.fixture(scope="module")
-def db(server_dsn: str, template_db: str) -> Iterator[Db]:
-    """One migrated database for the module; each test works in tenants of its own
-    (cloning a database per test would cost more than all these tests)."""
-    name = f"pgmem_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("create database {} template {}").format(
-                sql.Identifier(name), sql.Identifier(template_db)
-            )
-        )
-    dsn = make_conninfo(server_dsn, dbname=name)
-    try:
-        with psycopg.connect(dsn, autocommit=True) as admin:
-            yield Db(dsn, admin)
-    finally:
-        with psycopg.connect(server_dsn, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
-            )
-
-
-@pytest.fixture
-def new_tenant(db: Db) -> Iterator[Callable[[], Tenant]]:
-    """Creates a fresh tenant with a login role and connects as it."""
-    opened: list[psycopg.Connection] = []
-
-    def create() -> Tenant:
-        suffix = uuid.uuid4().hex[:10]
-        name, role, password = f"t{suffix}", f"{TEST_ROLE_PREFIX}_w{suffix}", uuid.uuid4().hex
-        db.admin.execute("select pgmem.create_tenant(%s)", (name,))
-        db.admin.execute("select pgmem.create_tenant_login(%s, %s, %s)", (name, password, role))
-        conn = psycopg.connect(make_conninfo(db.dsn, user=role, password=password), autocommit=True)
-        opened.append(conn)
-        return Tenant(name, conn)
-
-    yield create
-    for conn in opened:
-        conn.close()
 
 
 @pytest.fixture
