@@ -464,7 +464,7 @@ limit %(k)s
 # Reciprocal rank fusion (Cormack et al. 2009) of the two lists above, each
 # cut at %(pool)s, with constant %(rrf_k)s.
 BASELINE_POOL = 100  # as settings.candidate_pool's default
-BASELINE_RRF_K = 60  # Cormack et al.'s constant, settings.rrf_k's default
+BASELINE_RRF_K = 60  # Cormack et al.'s constant
 BASELINE_RRF = """
 with q as (select pgmem._tsq(%(query)s) as q),
 text_ranked as (

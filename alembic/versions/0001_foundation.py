@@ -99,7 +99,7 @@ create index _tenant_logins_tenant on pgmem._tenant_logins (tenant_id);
 --   w_vector 0.5: share of cosine similarity (vs. query-term coverage) in
 --   relevance; 0.3-0.6 score alike on LoCoMo (docs/eval.md), 0.5 sits mid-plateau;
 --   duplicate 0.95 / merge 0.85 cosine, usual near-duplicate bands for
---   sentence embeddings; rrf_k 60 from Cormack et al. 2009.
+--   sentence embeddings.
 create table pgmem.settings (
     tenant_id             text primary key
                           check (tenant_id = '_default' or tenant_id ~ '^[a-z0-9][a-z0-9_-]{{0,62}}$'),
@@ -121,7 +121,6 @@ create table pgmem.settings (
     archive_threshold     real not null default 0.05 check (archive_threshold between 0 and 1),
     capacity_per_subject  integer not null default 2000 check (capacity_per_subject > 0),
     purge_grace           interval not null default '7 days' check (purge_grace >= interval '0'),
-    rrf_k                 integer not null default 60 check (rrf_k > 0),
     ripple_damping        real not null default 0.5 check (ripple_damping > 0 and ripple_damping <= 1),
     candidate_pool        integer not null default 100 check (candidate_pool between 1 and 10000),
     exact_scan_limit      integer not null default 20000 check (exact_scan_limit >= 0),

@@ -33,14 +33,13 @@
 --      last_accessed_at = now for every returned row, in one statement.
 --
 -- Fusion: a convex combination of absolute scores, not reciprocal rank
--- fusion. RRF turns ranks 1..10 into relevances 1.0..0.87 (rrf_k = 60), too
+-- fusion. RRF turns ranks 1..10 into relevances 1.0..0.87 (k = 60), too
 -- flat to outweigh importance and recency in the final score, and gives the
 -- best row 1.0 however poor the match; cosine similarity and term coverage
 -- keep their meaning, so min_score and the weights behave the same for every
 -- query. Embeddings carry meaning, terms catch names and rare words; on
 -- LoCoMo any w_vector from 0.3 to 0.6 scores alike (docs/eval.md) and 0.5
 -- also keeps an English-only embedding model from drowning CJK term matches.
--- settings.rrf_k is therefore not used by recall.
 --
 -- Exact versus approximate: HNSW filters after it searches, so a subject
 -- holding 0.1% of the index loses most of its neighbours. A subject with at
