@@ -40,6 +40,19 @@ def _janitor(server_dsn: str, dbname: str, **kwargs: object) -> DatabaseJanitor:
 
 
 @pytest.fixture(scope="session")
+def cron_dsn(server_dsn: str) -> str:
+    """The server's pg_cron database (cron.database_name), migrated, so pg_cron and
+    pgmem both exist there; skips only on a server that does not load pg_cron."""
+    with psycopg.connect(server_dsn) as conn:
+        row = conn.execute("select current_setting('cron.database_name', true)").fetchone()
+    if not row or not row[0]:
+        pytest.skip("pg_cron is not loaded on this server")
+    target = make_conninfo(server_dsn, dbname=row[0])
+    schema.upgrade(target)
+    return target
+
+
+@pytest.fixture(scope="session")
 def template_db(server_dsn: str) -> Iterator[str]:
     name = f"pgmem_tmpl_{os.getpid()}"
     janitor = _janitor(server_dsn, name, as_template=True)
