@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import typer
 
 from pgmem import server
-from pgmem.cli.common import DsnOption
+from pgmem.cli.common import DsnOption, fail
 from pgmem.config import Config
 
 app = typer.Typer(
@@ -30,10 +30,7 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except server.ServerError as exc:
-        # Not common.fail: rich wraps at 80 columns when stderr is not a
-        # terminal, and the error must stay one line for logs and scripts.
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        raise fail(str(exc)) from None
 
 
 def _describe(cluster: server.Cluster) -> None:
