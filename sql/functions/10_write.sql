@@ -40,6 +40,83 @@
 -- In remember_many the argument is named p_items[<n>].<field>, n counting from 1
 -- like the item column of its result.
 
+create or replace function pgmem._embedding_stats(
+    p_embedding real[],
+    out dims integer,
+    out finite boolean,
+    out norm double precision
+)
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Embeddings arrive as real[] rather than vector: a vector cannot even
+    -- hold NaN, so the caller would get pgvector's cast error, not PM016.
+    select case when pg_catalog.array_ndims(p_embedding) = 1 then pg_catalog.cardinality(p_embedding) else -1 end,
+           pg_catalog.count(*) filter (where x.v is null or x.v in ('NaN', 'Infinity', '-Infinity')) = 0,
+           pg_catalog.sum(x.v::double precision * x.v::double precision)
+    from pg_catalog.unnest(p_embedding) as x(v)
+$$;
+
+comment on function pgmem._embedding_stats(real[]) is
+    'Dimensions (-1 for a nested array), whether every element is finite, and the squared norm of an embedding (internal; see pgmem._check_embedding_stats).';
+
+create or replace function pgmem._check_embedding_stats(
+    p_settings pgmem.settings,
+    p_arg text,
+    p_dims integer,
+    p_finite boolean,
+    p_norm double precision
+)
+returns void
+language plpgsql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- The one place an embedding is refused: PM015 size, PM016 NaN/∞/NULL,
+    -- PM017 zero vector. p_arg names the argument ('p_' or 'p_items[3].').
+    if p_dims is distinct from p_settings.embedding_dims then
+        raise exception '%embedding has %; this tenant stores %-dimensional vectors', p_arg,
+                        case when p_dims < 0 then 'more than one array dimension'
+                             else coalesce(p_dims, 0) || ' dimensions' end,
+                        p_settings.embedding_dims
+            using errcode = 'PM015',
+                  hint = pg_catalog.format('Embed with the tenant''s model (%s, a one-dimensional array of %s numbers), '
+                                           'or pass NULL and let the worker embed it.',
+                                           p_settings.embedding_model, p_settings.embedding_dims);
+    end if;
+    if not p_finite then
+        raise exception '%embedding holds NaN, an infinite value or a NULL', p_arg
+            using errcode = 'PM016', hint = 'Every element must be a finite number; check the embedding model''s output.';
+    end if;
+    if p_norm = 0 then
+        raise exception '%embedding is the zero vector', p_arg
+            using errcode = 'PM017',
+                  hint = 'A zero vector has no direction for cosine similarity; pass NULL to store text only.';
+    end if;
+end
+$$;
+
+comment on function pgmem._check_embedding_stats(pgmem.settings, text, integer, boolean, double precision) is
+    'Raises PM015 (dimension), PM016 (NaN, infinite or NULL element) or PM017 (zero vector) for an embedding measured by pgmem._embedding_stats or set-based (internal).';
+
+create or replace function pgmem._check_embedding(p_settings pgmem.settings, p_embedding real[])
+returns void
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select pgmem._check_embedding_stats(p_settings, 'p_', s.dims, s.finite, s.norm)
+    from pgmem._embedding_stats(p_embedding) as s
+$$;
+
+comment on function pgmem._check_embedding(pgmem.settings, real[]) is
+    'Raises PM015, PM016 or PM017 for an unusable embedding, as pgmem.remember does (internal).';
+
 create or replace function pgmem._check_memory_input(
     p_item integer,
     p_settings pgmem.settings,
@@ -92,24 +169,7 @@ begin
                   hint = 'Pass a value between 0 and 1, or NULL for the tenant''s default_importance.';
     end if;
     if p_dims is not null then
-        if p_dims <> p_settings.embedding_dims then
-            raise exception '%embedding has %; this tenant stores %-dimensional vectors', v_arg,
-                            case when p_dims < 0 then 'more than one array dimension' else p_dims || ' dimensions' end,
-                            p_settings.embedding_dims
-                using errcode = 'PM015',
-                      hint = pg_catalog.format('Embed with the tenant''s model (%s, a one-dimensional array of %s numbers), '
-                                               'or pass NULL and let the worker embed it.',
-                                               p_settings.embedding_model, p_settings.embedding_dims);
-        end if;
-        if not p_finite then
-            raise exception '%embedding holds NaN, an infinite value or a NULL', v_arg
-                using errcode = 'PM016', hint = 'Every element must be a finite number; check the embedding model''s output.';
-        end if;
-        if p_norm = 0 then
-            raise exception '%embedding is the zero vector', v_arg
-                using errcode = 'PM017',
-                      hint = 'A zero vector has no direction for cosine similarity; pass NULL to store text only.';
-        end if;
+        perform pgmem._check_embedding_stats(p_settings, v_arg, p_dims, p_finite, p_norm);
     end if;
     if pg_catalog.num_nulls(p_triple_subject, p_triple_predicate, p_triple_object) not in (0, 3)
        or pg_catalog.btrim(p_triple_subject) = '' or pg_catalog.btrim(p_triple_predicate) = ''
@@ -467,14 +527,8 @@ declare
 begin
     select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant;
     if p_embedding is not null then
-        -- real[] rather than vector: a vector cannot even hold NaN, so the
-        -- caller would get pgvector's cast error instead of PM016. A vector
-        -- argument still works (pgvector casts vector to real[] implicitly).
-        select pg_catalog.count(*) filter (where x.v is null or x.v in ('NaN', 'Infinity', '-Infinity')) = 0,
-               pg_catalog.sum(x.v::double precision * x.v::double precision)
-        into v_finite, v_norm
-        from pg_catalog.unnest(p_embedding) as x(v);
-        v_dims := case when pg_catalog.array_ndims(p_embedding) = 1 then pg_catalog.cardinality(p_embedding) else -1 end;
+        -- A vector argument works too (pgvector casts vector to real[]).
+        select e.dims, e.finite, e.norm into v_dims, v_finite, v_norm from pgmem._embedding_stats(p_embedding) as e;
     end if;
     perform pgmem._check_memory_input(null, v_settings, p_subject, p_content, p_kind, p_importance, v_dims, v_finite,
                                       v_norm, p_triple_subject, p_triple_predicate, p_triple_object, p_source,
@@ -504,7 +558,7 @@ $$;
 
 comment on function pgmem.remember(text, text, real[], text, double precision, text, text, text, text, text, text,
                                    jsonb, timestamptz, timestamptz) is
-    'Stores a fact about p_subject and says what it did: rejected (prompt injection), reinforced (already known), superseded (same subject+predicate, new object; old row kept for history), deduplicated (cosine >= settings.duplicate_threshold), merge_pending (>= merge_threshold: inserted, merge job queued) or inserted. Secrets are redacted first. p_embedding: real[] or vector of settings.embedding_dims, NULL for text only. Errors PM010-PM020.';
+    'Stores a fact about p_subject and says what it did: rejected (prompt injection), reinforced (already known), superseded (same subject+predicate, new object; old row kept for history), outdated (an older fact for a key whose current fact is newer: stored as history), deduplicated (cosine >= settings.duplicate_threshold), merge_pending (>= merge_threshold: inserted, merge job queued) or inserted. Secrets are redacted first. p_embedding: real[] or vector of settings.embedding_dims, NULL for text only. Errors PM010-PM020.';
 
 create or replace function pgmem.remember_many(
     p_items jsonb,

@@ -55,12 +55,8 @@ begin
     end if;
     select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_old.tenant_id;
     if p_embedding is not null then
-        -- The same checks as pgmem.remember (real[] so that NaN reaches PM016).
-        select pg_catalog.count(*) filter (where x.v is null or x.v in ('NaN', 'Infinity', '-Infinity')) = 0,
-               pg_catalog.sum(x.v::double precision * x.v::double precision)
-        into v_finite, v_norm
-        from pg_catalog.unnest(p_embedding) as x(v);
-        v_dims := case when pg_catalog.array_ndims(p_embedding) = 1 then pg_catalog.cardinality(p_embedding) else -1 end;
+        -- Measured as pgmem.remember measures it; _check_memory_input refuses it.
+        select e.dims, e.finite, e.norm into v_dims, v_finite, v_norm from pgmem._embedding_stats(p_embedding) as e;
     end if;
     perform pgmem._check_memory_input(
         null, v_settings, v_old.subject, coalesce(p_content, v_old.content), coalesce(p_kind, v_old.kind),

@@ -37,44 +37,6 @@ comment on function pgmem.claim_unembedded(integer) is
     'Locks up to p_limit active memories without an embedding (FOR NO KEY UPDATE SKIP LOCKED), oldest first; give each its vector with pgmem.set_embedding in the same transaction.';
 
 
-create or replace function pgmem._check_embedding(p_settings pgmem.settings, p_embedding real[])
-returns void
-language plpgsql
-immutable parallel safe
-security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-declare
-    v_dims integer;
-    v_finite boolean;
-    v_norm double precision;
-begin
-    -- The checks and codes of pgmem.remember (see pgmem._check_memory_input).
-    select pg_catalog.count(*) filter (where x.v is null or x.v in ('NaN', 'Infinity', '-Infinity')) = 0,
-           pg_catalog.sum(x.v::double precision * x.v::double precision)
-    into v_finite, v_norm
-    from pg_catalog.unnest(p_embedding) as x(v);
-    v_dims := case when pg_catalog.array_ndims(p_embedding) = 1 then pg_catalog.cardinality(p_embedding) else -1 end;
-    if v_dims is distinct from p_settings.embedding_dims then
-        raise exception 'p_embedding has % dimensions; this tenant stores %', coalesce(v_dims, 0), p_settings.embedding_dims
-            using errcode = 'PM015',
-                  hint = pg_catalog.format('Embed with the tenant''s model (%s, a one-dimensional array of %s numbers).',
-                                           p_settings.embedding_model, p_settings.embedding_dims);
-    end if;
-    if not v_finite then
-        raise exception 'p_embedding holds NaN, an infinite value or a NULL'
-            using errcode = 'PM016', hint = 'Every element must be a finite number; check the embedding model''s output.';
-    end if;
-    if v_norm = 0 then
-        raise exception 'p_embedding is the zero vector'
-            using errcode = 'PM017', hint = 'A zero vector has no direction for cosine similarity.';
-    end if;
-end
-$$;
-
-comment on function pgmem._check_embedding(pgmem.settings, real[]) is
-    'Raises PM015 (dimension), PM016 (NaN, infinite or NULL element) or PM017 (zero vector) like pgmem.remember does (internal).';
-
 create or replace function pgmem.set_embedding(
     p_memory_id bigint,
     p_embedding real[],
