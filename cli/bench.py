@@ -21,10 +21,7 @@ from pgmem.cli.common import (
     fail,
 )
 
-app = typer.Typer(help="Benchmark the engine on synthetic data.")
 
-
-@app.callback(invoke_without_command=True)
 def bench(
     dsn: DsnOption = None,
     full: Annotated[
