@@ -10,7 +10,6 @@ import psycopg
 import typer
 from rich.table import Table
 
-from pgmem import bench as benchmark
 from pgmem.cli.common import (
     DsnOption,
     JsonOption,
@@ -20,6 +19,7 @@ from pgmem.cli.common import (
     err_console,
     fail,
 )
+from pgmem.lab import bench as benchmark
 
 
 def bench(
