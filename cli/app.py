@@ -25,12 +25,10 @@ class Verb(NamedTuple):
 
 # In the order `pgmem --help` shows them: first steps, memory, operations, quality.
 VERBS: dict[str, Verb] = {
-    "demo": Verb("demo", "demo", "Run the end-to-end demo on the local server."),
+    "demo": Verb("demo", "demo", "Run the end-to-end demo."),
     "doctor": Verb("doctor", "doctor", "Check the whole setup and say how to fix what is wrong."),
     "db": Verb("db", "app", "Run the local PostgreSQL server (pgvector + pg_cron)."),
-    "migrate": Verb(
-        "migrate", "migrate", "Bring the pgmem schema to a revision and show its status."
-    ),
+    "migrate": Verb("migrate", "migrate", "Bring the pgmem schema to a revision."),
     "tenant": Verb("tenant", "app", "Create, list and drop tenants."),
     "add": Verb(
         "memory", "add", "Remember what a user said; prints what pgmem did with each fact."
@@ -44,14 +42,20 @@ VERBS: dict[str, Verb] = {
     "pin": Verb("memory", "pin", "Pin a memory (it never decays or gets archived), or --unpin it."),
     "erase": Verb("memory", "erase", "Erase everything about a user for good."),
     "stats": Verb("memory", "stats", "Memories per kind and status, backlog and capacity use."),
-    "export": Verb("transfer", "export", "Write a tenant's memories as JSON Lines."),
-    "import": Verb("transfer", "import_", "Read memories from JSON Lines into a tenant."),
+    "export": Verb(
+        "transfer", "export", "Write a tenant's (or one user's) memories as JSON Lines."
+    ),
+    "import": Verb(
+        "transfer", "import_", "Import memories exported by `pgmem export` into this tenant."
+    ),
     "worker": Verb("worker", "worker", "Turn queued conversation turns into memories."),
-    "maintain": Verb("maintenance", "maintain", "Run maintenance now: archive, decay, capacity."),
+    "maintain": Verb(
+        "maintenance", "maintain", "Run maintenance now: archive, decay, capacity, purge."
+    ),
     "schedule": Verb("maintenance", "schedule", "Install (or update) the pg_cron jobs."),
     "jobs": Verb("maintenance", "jobs", "Show the scheduled pg_cron jobs and the latest runs."),
     "eval": Verb("eval", "app", "Measure retrieval quality on public benchmarks."),
-    "bench": Verb("bench", "bench", "Benchmark recall latency and quality at scale."),
+    "bench": Verb("bench", "bench", "Benchmark recall latency, quality and throughput at scale."),
 }
 
 
@@ -59,14 +63,15 @@ def load_verb(name: str) -> Any:
     """The click command of one verb: imports its module now."""
     verb = VERBS[name]
     target = getattr(importlib.import_module(f"pgmem.cli.{verb.module}"), verb.attribute)
+    # Built the way a root app with add_typer/command would build it, so a group of one
+    # command (`pgmem eval locomo`) stays a group instead of collapsing into it.
+    root = typer.Typer()
     if isinstance(target, typer.Typer):
-        command = typer.main.get_command(target)
+        root.add_typer(target, name=name)
     else:
-        single = typer.Typer()
-        single.command(name)(target)
-        command = typer.main.get_command(single)
-    command.name = name
-    return command
+        root.command(name)(target)
+    root.callback()(lambda: None)
+    return typer.main.get_command(root).commands[name]  # type: ignore[attr-defined]
 
 
 class _LazyVerb:

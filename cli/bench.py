@@ -69,10 +69,12 @@ def bench(
         bool, typer.Option("--markdown", help="Print the table as Markdown (docs/benchmarks.md).")
     ] = False,
 ) -> None:
-    """Generate synthetic memories (clustered 384-d vectors and text) at each scale point,
-    measure recall latency (server-side), recall@10 against an exact scan, remember
-    throughput, one decay + archive pass and size per memory, and print a table.
-    Needs a superuser DSN: it creates its own database."""
+    """Benchmark recall latency, quality and throughput at scale.
+
+    Generates synthetic memories (clustered 384-d vectors and text) at each scale
+    point, measures recall latency (server-side), recall@10 against an exact scan,
+    remember throughput, one decay + archive pass and size per memory, and prints a
+    table. Needs a superuser DSN: it creates its own database."""
     if scale and full:
         raise fail("--scale and --full are exclusive: list the points with --scale")
     scales = tuple(scale) if scale else benchmark.FULL_SCALES if full else benchmark.DEFAULT_SCALES

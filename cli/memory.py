@@ -26,6 +26,7 @@ from pgmem.cli.common import (
     DsnOption,
     JsonlOption,
     JsonOption,
+    cell,
     console,
     database_errors,
     dsn_for,
@@ -107,19 +108,12 @@ def show_rows(
     )
 
 
-def _when(value: Any) -> str:
-    return f"{value:%Y-%m-%d %H:%M}" if isinstance(value, datetime) else ""
-
-
 def _short_json(value: Any) -> str:
     return json.dumps(value, default=json_default, ensure_ascii=False) if value else ""
 
 
+# Times and numbers as common.cell shows them; these columns differ.
 FORMATS = {
-    "created_at": _when,
-    "valid_from": _when,
-    "valid_to": _when,
-    "last_accessed_at": _when,
     "details": _short_json,
     "metadata": _short_json,
     "pinned": lambda v: "yes" if v else "",
@@ -411,17 +405,14 @@ def show(
 
 
 def _print_fields(row: Mapping[str, Any], *, title: str) -> None:
-    table = Table(title=title, title_justify="left", show_header=False)
+    """One record as "field  value" lines; long values wrap, whole."""
+    table = Table(
+        title=title, title_justify="left", title_style="bold", show_header=False, box=None
+    )
     table.add_column("field", style="bold", no_wrap=True)
     table.add_column("value", overflow="fold")
     for key, value in row.items():
-        if key in FORMATS:
-            shown = FORMATS[key](value)
-        elif isinstance(value, datetime):
-            shown = _when(value)
-        else:
-            shown = "" if value is None else str(value)
-        table.add_row(key, Text(shown))
+        table.add_row(key, Text(FORMATS.get(key, cell)(value)))
     console.print(table)
 
 
@@ -553,7 +544,7 @@ def stats(
             "accesses",
             "newest",
         ],
-        formatters=FORMATS | {"newest": _when},
+        formatters=FORMATS,
         empty="no memories" + (f" of {user}" if user else "") + " yet (add one with `pgmem add`)",
     )
     if result["backlog"] is not None and user is None:
