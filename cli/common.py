@@ -18,17 +18,19 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import psycopg
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from pgmem.db import resolve_dsn
 from pgmem.server import ServerError, redact
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 console = Console()
 err_console = Console(stderr=True)
@@ -277,6 +279,8 @@ def _one_line(text: str) -> str:
 
 def progress(*, quiet: bool) -> Progress:
     """A bar on stderr, drawn only for a person watching (a TTY) and not for --json."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -299,7 +299,7 @@ def search(
         title=f"{user}: {query}",
         columns=columns,
         empty=f"no memories of {user} match {query!r}"
-        + ("" if min_score == 0 else f" with a score of at least {min_score}"),
+        + ("" if min_score == 0 else f" (none scores {min_score} or more)"),
     )
 
 
