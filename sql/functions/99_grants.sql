@@ -37,6 +37,12 @@ grant execute on function
     pgmem.scheduled_jobs()
 to pgmem_readonly;
 
+-- reshape: the kinds (08_kinds.sql); pgmem._decay_policy, under the DBA views, reads them.
+grant execute on function
+    pgmem.kinds(),
+    pgmem._half_lives(pgmem.settings)
+to pgmem_readonly;
+
 -- pgmem.doctor reads pg_cron's tables through pgmem.scheduled_jobs: for
 -- operators and DBAs, not for applications.
 revoke execute on function pgmem.doctor(text, integer, interval) from pgmem_app;
