@@ -17,8 +17,8 @@ from pgmem.cli.common import (
     console,
     database_errors,
     dsn_for,
-    err_console,
     fail,
+    steps,
 )
 
 app = typer.Typer(help="Benchmark the engine on synthetic data.")
@@ -82,10 +82,7 @@ def bench(
         raise fail("a scale point needs at least 1,000 memories (one subject)")
     server_dsn = dsn_for(dsn)
 
-    def progress(message: str) -> None:
-        err_console.print(f"[dim]{message}[/dim]", highlight=False)
-
-    with database_errors():
+    with database_errors(), steps(quiet=as_json) as progress:
         try:
             info = benchmark.machine(server_dsn)
             results = benchmark.run(

@@ -277,6 +277,38 @@ def _one_line(text: str) -> str:
     return " ".join(text.split()) if "\n" in text or "\t" in text else text
 
 
+@contextmanager
+def steps(*, quiet: bool) -> Iterator[Callable[[str], None]]:
+    """A callback for the step messages of a long operation (eval, bench).
+
+    On a terminal each message is printed above a spinner that shows the current step
+    and the time spent; otherwise each is a plain line on stderr (a log); ``quiet``
+    (--json) drops them.
+    """
+    if quiet:
+        yield lambda _message: None
+        return
+    if not err_console.is_terminal:
+        yield lambda message: err_console.print(Text(message), highlight=False, soft_wrap=True)
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("starting", total=None)
+
+        def say(message: str) -> None:
+            bar.console.print(Text(message, style="dim"), soft_wrap=True)
+            bar.update(task, description=message)
+
+        yield say
+
+
 def progress(*, quiet: bool) -> Progress:
     """A bar on stderr, drawn only for a person watching (a TTY) and not for --json."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
