@@ -27,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pgmem.db import resolve_dsn
-from pgmem.server import ServerError, redact
+from pgmem.server import redact
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -160,7 +160,9 @@ def dsn_for(dsn: str | None) -> str:
     with database_errors(dsn):
         try:
             return resolve_dsn(dsn)
-        except ServerError as exc:  # server start failures carry a clear message
+        except Exception as exc:  # server start failures carry a clear message
+            if isinstance(exc, psycopg.Error):
+                raise
             raise fail(str(exc)) from None
 
 
