@@ -90,6 +90,11 @@ HEADERS = {
     "access_count": "accesses",
     "display_name": "name",
     "active_memories": "active",
+    "avg_importance": "imp",
+    "memories": "count",
+    "subjects": "users",
+    "old_content": "old",
+    "new_content": "new",
 }
 # Narrowest a text column gets when the table must shrink to fit.
 MIN_TEXT_WIDTH = 16
@@ -236,18 +241,25 @@ def table(
     )
     headers = [HEADERS.get(c, c) for c in columns]
     widest = [max([len(h), *(len(line[i]) for line in cells)]) for i, h in enumerate(headers)]
-    for column, header, natural in zip(columns, headers, widest, strict=True):
-        if column in TEXT_COLUMNS:
-            # The ratio only counts when the table must shrink (expand below): then the
-            # other columns keep their full width and text columns share the rest,
-            # each in proportion to its longest cell.
-            result.add_column(
-                header,
-                no_wrap=True,
-                overflow="ellipsis",
-                min_width=min(natural, MIN_TEXT_WIDTH),
-                ratio=natural,
-            )
+    text = [c in TEXT_COLUMNS for c in columns]
+    # Two spaces between columns. The other columns keep their full width; text
+    # columns share what they leave.
+    room = console.width - sum(w for w, t in zip(widest, text, strict=True) if not t)
+    room -= 2 * (len(columns) - 1)
+    floor = MIN_TEXT_WIDTH
+    if sum(min(w, floor) for w, t in zip(widest, text, strict=True) if t) > room:
+        floor = 3  # too narrow for the usual floor: "x…" at least
+    floors = [min(w, floor) for w in widest]
+    spare = max(room - sum(f for f, t in zip(floors, text, strict=True) if t), 0)
+    wanted = sum(w - f for w, f, t in zip(widest, floors, text, strict=True) if t)
+    for column, header, natural, least, is_text in zip(
+        columns, headers, widest, floors, text, strict=True
+    ):
+        if is_text:
+            # Each text column gets its floor, then a share of what is left in
+            # proportion to how much more it would show.
+            grow = natural - least if wanted <= spare else spare * (natural - least) // wanted
+            result.add_column(header, no_wrap=True, overflow="ellipsis", width=least + grow)
         else:
             numeric = any(
                 isinstance(row.get(column), int | float | Decimal)
@@ -257,8 +269,6 @@ def table(
             result.add_column(header, no_wrap=True, justify="right" if numeric else "left")
     for line in cells:
         result.add_row(*(Text(value) for value in line))
-    # One space of padding each side of a column, none at the table's edges.
-    result.expand = sum(widest) + 2 * len(columns) - 2 + result._extra_width > console.width
     return result
 
 

@@ -74,7 +74,6 @@ NoEmbedOption = Annotated[
 SEARCH_COLUMNS = ["memory_id", "score", "relevance", "importance", "recency", "kind", "content"]
 LIST_COLUMNS = ["memory_id", "subject", "kind", "status", "pinned", "importance", "content"]
 HISTORY_COLUMNS = [
-    "event_id",
     "created_at",
     "event",
     "actor",
@@ -540,7 +539,6 @@ def stats(
             "subjects",
             "pinned",
             "avg_importance",
-            "avg_effective_importance",
             "accesses",
             "newest",
         ],
