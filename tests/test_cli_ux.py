@@ -220,6 +220,21 @@ def test_piped_output_is_plain_text(pgmem: Run) -> None:
     ):
         result = pgmem(*args)
         assert not ANSI.search(result.stdout + result.stderr), args
+    # worker --once draws no bars when piped: its log lines and JSON summary only.
+    endpoint = f"http://127.0.0.1:{_closed_port()}/v1"
+    drained = pgmem(
+        "worker",
+        "--once",
+        "-t",
+        "acme",
+        PGMEM_EMBEDDER="openai",
+        OPENAI_BASE_URL=endpoint,
+        PGMEM_EMBED_MODEL="all-MiniLM-L6-v2",
+        PGMEM_EMBED_DIMS="384",
+    )
+    assert json.loads(ok(drained))["jobs"] == 0
+    assert not ANSI.search(drained.stdout + drained.stderr)
+    assert "━" not in drained.stderr
 
 
 def _on_a_terminal(args: list[str], env: dict[str, str]) -> str:
