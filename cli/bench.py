@@ -10,7 +10,6 @@ import psycopg
 import typer
 from rich.table import Table
 
-from pgmem import bench as benchmark
 from pgmem.cli.common import (
     DsnOption,
     JsonOption,
@@ -20,11 +19,9 @@ from pgmem.cli.common import (
     fail,
     steps,
 )
+from pgmem.lab import bench as benchmark
 
-app = typer.Typer(help="Benchmark the engine on synthetic data.")
 
-
-@app.callback(invoke_without_command=True)
 def bench(
     dsn: DsnOption = None,
     full: Annotated[
@@ -82,7 +79,7 @@ def bench(
         raise fail("a scale point needs at least 1,000 memories (one subject)")
     server_dsn = dsn_for(dsn)
 
-    with database_errors(), steps(quiet=as_json) as progress:
+    with database_errors(dsn), steps(quiet=as_json) as progress:
         try:
             info = benchmark.machine(server_dsn)
             results = benchmark.run(

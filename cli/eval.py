@@ -12,7 +12,6 @@ import typer
 from rich import box
 from rich.table import Table
 
-from pgmem import eval as evaluation
 from pgmem.cli.common import (
     DsnOption,
     JsonOption,
@@ -23,6 +22,7 @@ from pgmem.cli.common import (
     steps,
 )
 from pgmem.embed import EmbeddingError, embedder_from_env
+from pgmem.lab import eval as evaluation
 
 app = typer.Typer(help="Measure retrieval quality on public benchmarks.", no_args_is_help=True)
 
@@ -98,7 +98,7 @@ def locomo(
     overrides = _parse_settings(settings or [])
     server = dsn_for(dsn)
 
-    with database_errors(), steps(quiet=as_json) as progress:
+    with database_errors(dsn), steps(quiet=as_json) as progress:
         try:
             report = evaluation.run_locomo(
                 server,

@@ -40,8 +40,8 @@ from pgmem.client import ImportRecordError, Memory, MemoryNotFound, TenantError
 from pgmem.embed import EmbeddingError
 from pgmem.extract import KINDS, LLMError
 
-# The tenant is optional here (unlike common.TenantOption): a DSN whose role is a
-# tenant's login role is bound to that tenant already.
+# The tenant is optional: a DSN whose role is a tenant's login role is bound to that
+# tenant already.
 TenantOption = Annotated[
     str | None,
     typer.Option(
