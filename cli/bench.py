@@ -16,8 +16,8 @@ from pgmem.cli.common import (
     console,
     database_errors,
     dsn_for,
-    err_console,
     fail,
+    steps,
 )
 from pgmem.lab import bench as benchmark
 
@@ -66,10 +66,12 @@ def bench(
         bool, typer.Option("--markdown", help="Print the table as Markdown (docs/benchmarks.md).")
     ] = False,
 ) -> None:
-    """Generate synthetic memories (clustered 384-d vectors and text) at each scale point,
-    measure recall latency (server-side), recall@10 against an exact scan, remember
-    throughput, one decay + archive pass and size per memory, and print a table.
-    Needs a superuser DSN: it creates its own database."""
+    """Benchmark recall latency, quality and throughput at scale.
+
+    Generates synthetic memories (clustered 384-d vectors and text) at each scale
+    point, measures recall latency (server-side), recall@10 against an exact scan,
+    remember throughput, one decay + archive pass and size per memory, and prints a
+    table. Needs a superuser DSN: it creates its own database."""
     if scale and full:
         raise fail("--scale and --full are exclusive: list the points with --scale")
     scales = tuple(scale) if scale else benchmark.FULL_SCALES if full else benchmark.DEFAULT_SCALES
@@ -77,10 +79,7 @@ def bench(
         raise fail("a scale point needs at least 1,000 memories (one subject)")
     server_dsn = dsn_for(dsn)
 
-    def progress(message: str) -> None:
-        err_console.print(f"[dim]{message}[/dim]", highlight=False)
-
-    with database_errors():
+    with database_errors(dsn), steps(quiet=as_json) as progress:
         try:
             info = benchmark.machine(server_dsn)
             results = benchmark.run(

@@ -18,8 +18,8 @@ from pgmem.cli.common import (
     console,
     database_errors,
     dsn_for,
-    err_console,
     fail,
+    steps,
 )
 from pgmem.embed import EmbeddingError, embedder_from_env
 from pgmem.lab import eval as evaluation
@@ -98,11 +98,7 @@ def locomo(
     overrides = _parse_settings(settings or [])
     server = dsn_for(dsn)
 
-    def progress(message: str) -> None:
-        if not as_json:
-            err_console.print(f"[dim]{message}[/dim]", highlight=False)
-
-    with database_errors():
+    with database_errors(dsn), steps(quiet=as_json) as progress:
         try:
             report = evaluation.run_locomo(
                 server,

@@ -8,8 +8,6 @@ pgmem.decay(), pgmem.archive()… in SQL on its own memories instead.
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Annotated, Any
 
 import psycopg
@@ -18,11 +16,14 @@ from psycopg.rows import dict_row
 
 from pgmem.cli.common import (
     DsnOption,
+    JsonlOption,
     JsonOption,
     console,
     database_errors,
     dsn_for,
     fail,
+    output_format,
+    print_json,
     print_rows,
 )
 from pgmem.queries import admin as admin_queries
@@ -71,7 +72,7 @@ def maintain(
     as_json: JsonOption = False,
 ) -> None:
     """Run maintenance now: archive, decay, capacity, purge (each recorded in pgmem.job_runs)."""
-    with database_errors(), _connect(dsn) as conn:
+    with database_errors(dsn), _connect(dsn) as conn:
         row = conn.execute(admin_queries.JOB_NAMES).fetchone()
         assert row is not None
         jobs = job or list(row["jobs"])
@@ -114,7 +115,7 @@ def schedule(
     as_json: JsonOption = False,
 ) -> None:
     """Install (or update) the pg_cron jobs; defaults: decay hourly, the others nightly."""
-    with database_errors(), _connect(dsn) as conn:
+    with database_errors(dsn), _connect(dsn) as conn:
         if remove:
             row = conn.execute(admin_queries.UNSCHEDULE).fetchone()
             assert row is not None
@@ -137,18 +138,23 @@ def jobs(
     job: Annotated[str | None, typer.Option("--job", "-j", help="Only runs of this job.")] = None,
     dsn: DsnOption = None,
     as_json: JsonOption = False,
+    as_jsonl: JsonlOption = False,
 ) -> None:
-    """Show the scheduled pg_cron jobs and the latest recorded runs."""
-    with database_errors(), _connect(dsn) as conn:
+    """Show the scheduled pg_cron jobs and the latest runs."""
+    fmt = output_format(as_json, as_jsonl)
+    with database_errors(dsn), _connect(dsn) as conn:
         here = conn.execute(admin_queries.HAS_PG_CRON).fetchone()
         scheduled = conn.execute(admin_queries.SCHEDULED_JOBS).fetchall()
         runs = conn.execute(admin_queries.RECENT_RUNS, {"job": job, "limit": limit}).fetchall()
-    if as_json:
-        json.dump({"scheduled": scheduled, "runs": runs}, sys.stdout, default=str, indent=2)
-        sys.stdout.write("\n")
+    if fmt != "table":
+        print_json({"scheduled": scheduled, "runs": runs}, lines=fmt == "jsonl")
         return
     if here and here["here"]:
-        print_rows(scheduled, as_json=False, title="scheduled (pg_cron)")
+        print_rows(
+            scheduled,
+            title="scheduled (pg_cron)",
+            empty="no pg_cron jobs scheduled: `pgmem schedule` installs them",
+        )
     else:
         console.print(
             "pg_cron is not installed in this database (see `pgmem schedule`); "
@@ -160,4 +166,5 @@ def jobs(
         title="recent runs",
         columns=RUN_COLUMNS,
         formatters=RUN_FORMAT,
+        empty="no maintenance runs recorded yet (`pgmem maintain` runs them now)",
     )

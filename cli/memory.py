@@ -13,30 +13,32 @@ import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import date, datetime
-from decimal import Decimal
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from pgmem.cli.common import (
+    EXIT_NOT_FOUND,
     DsnOption,
+    JsonlOption,
     JsonOption,
+    cell,
     console,
     database_errors,
     dsn_for,
     fail,
+    json_default,
+    output_format,
+    print_json,
     print_rows,
 )
 from pgmem.client import ImportRecordError, Memory, MemoryNotFound, TenantError
 from pgmem.embed import EmbeddingError
 from pgmem.extract import KINDS, LLMError
-
-# Typer's own: 0 ok, 1 error (typer.Exit(1)), 2 usage. Scripts tell "no such memory"
-# apart from failures by this one.
-EXIT_NOT_FOUND = 4
 
 # The tenant is optional: a DSN whose role is a tenant's login role is bound to that
 # tenant already.
@@ -72,7 +74,6 @@ NoEmbedOption = Annotated[
 SEARCH_COLUMNS = ["memory_id", "score", "relevance", "importance", "recency", "kind", "content"]
 LIST_COLUMNS = ["memory_id", "subject", "kind", "status", "pinned", "importance", "content"]
 HISTORY_COLUMNS = [
-    "event_id",
     "created_at",
     "event",
     "actor",
@@ -86,43 +87,32 @@ ADD_COLUMNS = ["action", "memory_id", "kind", "content", "related_id", "similari
 # ---------------------------------------------------------------- plumbing
 
 
-def json_default(value: object) -> object:
-    """JSON for what psycopg returns besides plain types."""
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return float(value)
-    return str(value)
-
-
-def print_json(value: object) -> None:
-    json.dump(value, sys.stdout, default=json_default, ensure_ascii=False, indent=2)
-    sys.stdout.write("\n")
-
-
 def show_rows(
-    rows: Sequence[Mapping[str, Any]], *, as_json: bool, title: str, columns: Sequence[str]
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    fmt: str,
+    title: str,
+    columns: Sequence[str],
+    empty: str,
 ) -> None:
-    """Rows as a table for people, or as a JSON array (ISO timestamps) for scripts."""
-    if as_json:
-        print_json(list(rows))
-    else:
-        print_rows(rows, as_json=False, title=title, columns=columns, formatters=FORMATS)
-
-
-def _when(value: Any) -> str:
-    return f"{value:%Y-%m-%d %H:%M}" if isinstance(value, datetime) else ""
+    """Rows as a table for people (or a sentence when there are none), or JSON for scripts."""
+    print_rows(
+        rows,
+        as_json=fmt == "json",
+        as_jsonl=fmt == "jsonl",
+        title=title,
+        columns=columns,
+        formatters=FORMATS,
+        empty=empty,
+    )
 
 
 def _short_json(value: Any) -> str:
     return json.dumps(value, default=json_default, ensure_ascii=False) if value else ""
 
 
+# Times and numbers as common.cell shows them; these columns differ.
 FORMATS = {
-    "created_at": _when,
-    "valid_from": _when,
-    "valid_to": _when,
-    "last_accessed_at": _when,
     "details": _short_json,
     "metadata": _short_json,
     "pinned": lambda v: "yes" if v else "",
@@ -130,9 +120,9 @@ FORMATS = {
 
 
 @contextmanager
-def memory_errors() -> Iterator[None]:
+def memory_errors(dsn: str | None = None) -> Iterator[None]:
     """Database and client errors as one line on stderr: exit 4 for an unknown id, else 1."""
-    with database_errors():
+    with database_errors(dsn):
         try:
             yield
         except MemoryNotFound as exc:
@@ -223,7 +213,7 @@ def add(
     meta = _json_object(metadata, "--metadata")
     if raw and isinstance(content, str) and not content.strip():
         raise fail("nothing to store: the text is empty")
-    with memory_errors():
+    with memory_errors(dsn):
         memory = Memory(
             dsn_for(dsn),
             tenant=tenant,
@@ -277,13 +267,17 @@ def search(
     tenant: TenantOption = None,
     dsn: DsnOption = None,
     as_json: JsonOption = False,
+    as_jsonl: JsonlOption = False,
 ) -> None:
-    """Recall a user's memories for a query, best first, with the parts of each score.
+    """Recall a user's memories for a query, best first.
+
+    Each hit shows the parts of its score (relevance, importance, recency).
 
     Exit codes: 0 ok, 1 error, 2 usage, 4 not found.
     """
+    fmt = output_format(as_json, as_jsonl)
     metadata = _json_object(filters, "--filter")
-    with memory_errors(), open_memory(dsn, tenant, embed=not no_embed) as memory:
+    with memory_errors(dsn), open_memory(dsn, tenant, embed=not no_embed) as memory:
         rows = memory.search(
             query,
             user,
@@ -298,7 +292,14 @@ def search(
             reinforce=not no_reinforce,
         )
     columns = SEARCH_COLUMNS + (["hops", "via_memory_id"] if hops else [])
-    show_rows(rows, as_json=as_json, title=f"{user}: {query}", columns=columns)
+    show_rows(
+        rows,
+        fmt=fmt,
+        title=f"{user}: {query}",
+        columns=columns,
+        empty=f"no memories of {user} match {query!r}"
+        + ("" if min_score == 0 else f" (none scores {min_score} or more)"),
+    )
 
 
 def context(
@@ -312,19 +313,23 @@ def context(
     tenant: TenantOption = None,
     dsn: DsnOption = None,
     as_json: JsonOption = False,
+    as_jsonl: JsonlOption = False,
 ) -> None:
-    """Print the memory block for a prompt, within a token budget.
+    """Print the memory block for a prompt, within a budget.
 
     Sections by kind, dated lines, most relevant first (pgmem.context).
 
     Exit codes: 0 ok, 1 error, 2 usage, 4 not found.
     """
-    with memory_errors(), open_memory(dsn, tenant, embed=not no_embed) as memory:
+    fmt = output_format(as_json, as_jsonl)
+    with memory_errors(dsn), open_memory(dsn, tenant, embed=not no_embed) as memory:
         block = memory.context(query, user, budget, kinds=kind, session_id=session, hops=hops)
-    if as_json:
-        print_json({"context": block})
-    else:
+    if fmt != "table":
+        print_json({"context": block}, lines=fmt == "jsonl")
+    elif block.strip():
         typer.echo(block)
+    else:
+        console.print(f"no memories of {user} for {query!r}: the block is empty", highlight=False)
 
 
 def list_memories(
@@ -344,12 +349,14 @@ def list_memories(
     tenant: TenantOption = None,
     dsn: DsnOption = None,
     as_json: JsonOption = False,
+    as_jsonl: JsonlOption = False,
 ) -> None:
     """List memories, newest first.
 
     Exit codes: 0 ok, 1 error, 2 usage, 4 not found.
     """
-    with memory_errors(), open_memory(dsn, tenant) as memory:
+    fmt = output_format(as_json, as_jsonl)
+    with memory_errors(dsn), open_memory(dsn, tenant) as memory:
         rows = memory.get_all(
             user,
             kinds=kind,
@@ -359,7 +366,17 @@ def list_memories(
             limit=limit,
             offset=offset,
         )
-    show_rows(rows, as_json=as_json, title="memories", columns=LIST_COLUMNS)
+    which = "" if status == "all" else f"{status} "
+    whose = f" of {user}" if user else ""
+    show_rows(
+        rows,
+        fmt=fmt,
+        title="memories",
+        columns=LIST_COLUMNS,
+        empty=f"no {which}memories{whose}"
+        + (f" past offset {offset}" if offset else "")
+        + (" (add one with `pgmem add`)" if not user and not offset and status == "active" else ""),
+    )
 
 
 def show(
@@ -367,33 +384,34 @@ def show(
     tenant: TenantOption = None,
     dsn: DsnOption = None,
     as_json: JsonOption = False,
+    as_jsonl: JsonlOption = False,
 ) -> None:
     """Show one memory with every field.
 
+    The content is shown whole (tables elsewhere cut it to fit).
+
     Exit codes: 0 ok, 1 error, 2 usage, 4 not found (no such memory in this tenant).
     """
-    with memory_errors(), open_memory(dsn, tenant) as memory:
+    fmt = output_format(as_json, as_jsonl)
+    with memory_errors(dsn), open_memory(dsn, tenant) as memory:
         row = memory.get(memory_id)
     if row is None:
-        raise fail(f"unknown memory id: {memory_id}", EXIT_NOT_FOUND)
-    if as_json:
-        print_json(row)
+        raise fail(f"unknown memory id: {memory_id} (`pgmem list` shows the ids)", EXIT_NOT_FOUND)
+    if fmt != "table":
+        print_json(row, lines=fmt == "jsonl")
         return
     _print_fields(row, title=f"memory {memory_id}")
 
 
 def _print_fields(row: Mapping[str, Any], *, title: str) -> None:
-    table = Table(title=title, show_header=False)
-    table.add_column("field", style="bold")
-    table.add_column("value")
+    """One record as "field  value" lines; long values wrap, whole."""
+    table = Table(
+        title=title, title_justify="left", title_style="bold", show_header=False, box=None
+    )
+    table.add_column("field", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
     for key, value in row.items():
-        if key in FORMATS:
-            shown = FORMATS[key](value)
-        elif isinstance(value, datetime):
-            shown = _when(value)
-        else:
-            shown = "" if value is None else str(value)
-        table.add_row(key, shown)
+        table.add_row(key, Text(FORMATS.get(key, cell)(value)))
     console.print(table)
 
 
@@ -402,17 +420,26 @@ def history(
     tenant: TenantOption = None,
     dsn: DsnOption = None,
     as_json: JsonOption = False,
+    as_jsonl: JsonlOption = False,
 ) -> None:
     """Show every recorded change of a memory, oldest first.
 
     Exit codes: 0 ok, 1 error, 2 usage, 4 not found (no memory and no history).
     """
-    with memory_errors(), open_memory(dsn, tenant) as memory:
+    fmt = output_format(as_json, as_jsonl)
+    with memory_errors(dsn), open_memory(dsn, tenant) as memory:
         rows = memory.history(memory_id)
     if not rows:
-        raise fail(f"no history for memory id {memory_id}", EXIT_NOT_FOUND)
+        raise fail(
+            f"no history for memory id {memory_id} (`pgmem list --status all` shows the ids)",
+            EXIT_NOT_FOUND,
+        )
     show_rows(
-        rows, as_json=as_json, title=f"history of memory {memory_id}", columns=HISTORY_COLUMNS
+        rows,
+        fmt=fmt,
+        title=f"history of memory {memory_id}",
+        columns=HISTORY_COLUMNS,
+        empty=f"no history for memory id {memory_id}",
     )
 
 
@@ -426,7 +453,7 @@ def forget(
 
     Exit codes: 0 ok (also when it was forgotten already), 1 error, 2 usage, 4 not found.
     """
-    with memory_errors(), open_memory(dsn, tenant) as memory:
+    with memory_errors(dsn), open_memory(dsn, tenant) as memory:
         changed = memory.delete(memory_id)
     if as_json:
         print_json({"memory_id": memory_id, "forgotten": changed})
@@ -447,7 +474,7 @@ def pin(
 
     Exit codes: 0 ok (also when nothing changed), 1 error, 2 usage, 4 not found.
     """
-    with memory_errors(), open_memory(dsn, tenant) as memory:
+    with memory_errors(dsn), open_memory(dsn, tenant) as memory:
         changed = memory.unpin(memory_id) if unpin else memory.pin(memory_id)
     state = "unpinned" if unpin else "pinned"
     if as_json:
@@ -469,7 +496,7 @@ def erase(
     """
     if not yes:
         typer.confirm(f"Erase every memory and all history of {user!r}?", abort=True)
-    with memory_errors(), open_memory(dsn, tenant) as memory:
+    with memory_errors(dsn), open_memory(dsn, tenant) as memory:
         removed = memory.erase_user(user)
     if as_json:
         print_json({"subject": user, "memories": removed})
@@ -483,18 +510,22 @@ def stats(
     tenant: TenantOption = None,
     dsn: DsnOption = None,
     as_json: JsonOption = False,
+    as_jsonl: JsonlOption = False,
 ) -> None:
-    """Memories per kind and status, archive/purge backlog and capacity use.
+    """Memories per kind and status, backlog and capacity use.
+
+    The archive and purge backlog and the capacity use per subject come along.
 
     Read from the views pgmem.memory_stats, pgmem.archive_backlog and
     pgmem.capacity_usage.
 
     Exit codes: 0 ok, 1 error, 2 usage.
     """
-    with memory_errors(), open_memory(dsn, tenant) as memory:
+    fmt = output_format(as_json, as_jsonl)
+    with memory_errors(dsn), open_memory(dsn, tenant) as memory:
         result = memory.stats(user, top=top)
-    if as_json:
-        print_json(result)
+    if fmt != "table":
+        print_json(result, lines=fmt == "jsonl")
         return
     rows: Sequence[Mapping[str, Any]] = result["memories"]
     print_rows(
@@ -508,13 +539,13 @@ def stats(
             "subjects",
             "pinned",
             "avg_importance",
-            "avg_effective_importance",
             "accesses",
             "newest",
         ],
-        formatters=FORMATS | {"newest": _when},
+        formatters=FORMATS,
+        empty="no memories" + (f" of {user}" if user else "") + " yet (add one with `pgmem add`)",
     )
     if result["backlog"] is not None and user is None:
         _print_fields(result["backlog"], title="archive and purge backlog")
     if result["capacity"]:
-        print_rows(result["capacity"], as_json=False, title="capacity use")
+        print_rows(result["capacity"], title="capacity use")

@@ -8,7 +8,16 @@ from typing import Annotated
 import psycopg
 import typer
 
-from pgmem.cli.common import DsnOption, JsonOption, console, database_errors, dsn_for, print_rows
+from pgmem.cli.common import (
+    DsnOption,
+    JsonlOption,
+    JsonOption,
+    console,
+    database_errors,
+    dsn_for,
+    output_format,
+    print_rows,
+)
 from pgmem.queries import admin as admin_queries
 
 app = typer.Typer(help="Create, list and drop tenants.", no_args_is_help=True)
@@ -37,7 +46,7 @@ def create(
     dsn: DsnOption = None,
 ) -> None:
     """Create a tenant (idempotent); with --login, a role that sees only this tenant."""
-    with database_errors(), psycopg.connect(dsn_for(dsn)) as conn:
+    with database_errors(dsn), psycopg.connect(dsn_for(dsn)) as conn:
         conn.execute(admin_queries.CREATE_TENANT, {"tenant": tenant, "display_name": display_name})
         console.print(f"tenant [bold]{tenant}[/bold] ready")
         if login:
@@ -53,16 +62,21 @@ def create(
 
 
 @app.command("list")
-def list_tenants(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
+def list_tenants(
+    dsn: DsnOption = None, as_json: JsonOption = False, as_jsonl: JsonlOption = False
+) -> None:
     """List tenants with their login roles, subjects and active memories."""
-    with database_errors(), psycopg.connect(dsn_for(dsn)) as conn:
+    output_format(as_json, as_jsonl)
+    with database_errors(dsn), psycopg.connect(dsn_for(dsn)) as conn:
         cur = conn.cursor(row_factory=psycopg.rows.dict_row)
         rows = cur.execute(admin_queries.TENANT_SUMMARY).fetchall()
     print_rows(
         rows,
         as_json=as_json,
+        as_jsonl=as_jsonl,
         title="tenants",
         formatters={"login_roles": lambda v: ", ".join(v or [])},
+        empty="no tenants yet: `pgmem tenant create NAME` adds one",
     )
 
 
@@ -75,7 +89,7 @@ def drop(
     """Drop a tenant with every row it owns and its login roles."""
     if not yes:
         typer.confirm(f"Drop tenant {tenant} and all its memories?", abort=True)
-    with database_errors(), psycopg.connect(dsn_for(dsn)) as conn:
+    with database_errors(dsn), psycopg.connect(dsn_for(dsn)) as conn:
         row = conn.execute(admin_queries.DROP_TENANT, {"tenant": tenant}).fetchone()
         assert row is not None
     console.print(f"tenant {tenant} dropped ({row[0]} memories removed)")

@@ -21,33 +21,21 @@ from pathlib import Path
 from typing import IO, Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pgmem.cli.common import DsnOption, JsonOption, console, dsn_for, err_console, fail
-from pgmem.cli.memory import (
-    NoEmbedOption,
-    TenantOption,
-    UserFilter,
+from pgmem.cli.common import (
+    DsnOption,
+    JsonOption,
+    console,
+    dsn_for,
+    fail,
     json_default,
-    memory_errors,
     print_json,
+    progress,
 )
+from pgmem.cli.memory import NoEmbedOption, TenantOption, UserFilter, memory_errors
 from pgmem.client import ImportRecordError, Memory
 
 STATUSES = ("active", "superseded", "merged", "archived", "deleted")
-
-
-def _progress(*, quiet: bool) -> Progress:
-    """A bar on stderr, drawn only for a person watching (a TTY) and not for --json."""
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        disable=quiet or not err_console.is_terminal,
-        transient=True,
-    )
 
 
 @contextmanager
@@ -89,15 +77,18 @@ def export(
             raise fail(f"--status {value!r} is not one of {', '.join(STATUSES)}")
     to_stdout = output is None or str(output) == "-"
     written = 0
-    with memory_errors(), Memory(dsn_for(dsn), tenant=tenant, embedder=False, llm=False) as memory:
+    with (
+        memory_errors(dsn),
+        Memory(dsn_for(dsn), tenant=tenant, embedder=False, llm=False) as memory,
+    ):
         total = memory.count_export(user, status=status)
-        with _output(output) as out, _progress(quiet=False) as progress:
-            task = progress.add_task("exporting", total=total)
+        with _output(output) as out, progress(quiet=False) as bar:
+            task = bar.add_task("exporting", total=total)
             for row in memory.export(user, status=status):
                 out.write(json.dumps(row, default=json_default, ensure_ascii=False))
                 out.write("\n")
                 written += 1
-                progress.advance(task)
+                bar.advance(task)
     if not to_stdout:
         console.print(f"exported {written} memories to {output}")
 
@@ -159,17 +150,17 @@ def import_(
     total = None if from_stdin else _count_lines(source)
     opened = nullcontext(sys.stdin) if from_stdin else source.open(encoding="utf-8")
     with (
-        memory_errors(),
+        memory_errors(dsn),
         Memory(
             dsn_for(dsn), tenant=tenant, embedder=False if no_embed else None, llm=False
         ) as memory,
         opened as lines,
-        _progress(quiet=as_json) as progress,
+        progress(quiet=as_json) as bar,
     ):
-        task = progress.add_task("importing", total=total)
+        task = bar.add_task("importing", total=total)
 
         def advance(done: int) -> None:
-            progress.update(task, completed=done)
+            bar.update(task, completed=done)
 
         try:
             counts = memory.import_memories(

@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
+import psycopg
 import typer
+from psycopg.rows import dict_row
+from rich.progress import TaskID
 
-from pgmem.cli.common import DsnOption, database_errors, dsn_for, fail
+from pgmem.cli.common import DsnOption, database_errors, dsn_for, err_console, fail, progress
 from pgmem.embed import EmbeddingError
 from pgmem.extract import LLMError
+from pgmem.queries import backlog
 from pgmem.worker import (
     DEFAULT_BATCH,
     DEFAULT_MAX_ATTEMPTS,
@@ -19,6 +23,39 @@ from pgmem.worker import (
     Worker,
     WorkerError,
 )
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+
+class _DrainingWorker(Worker):
+    """A `--once` worker that advances two bars: inbox jobs, then memories embedded."""
+
+    # Until watch(): no bars (not a terminal, --quiet, or not --once).
+    _bar: Progress | None = None
+    _tasks: tuple[TaskID, TaskID] = (TaskID(0), TaskID(0))
+
+    def watch(self, bar: Progress, jobs: TaskID, embeddings: TaskID) -> None:
+        self._bar, self._tasks = bar, (jobs, embeddings)
+
+    def run_batch(self, conn: Any) -> int:
+        claimed = super().run_batch(conn)
+        self._advance(self._tasks[0], claimed)
+        return claimed
+
+    def embed_pass(self, conn: Any) -> int:
+        embedded = super().embed_pass(conn)
+        self._advance(self._tasks[1], embedded)
+        return embedded
+
+    def _advance(self, task: TaskID, done: int) -> None:
+        if self._bar is None:
+            return
+        self._bar.advance(task, done)
+        # Work enqueued during the run counts too: the bar grows rather than overflow.
+        state = self._bar.tasks[task]
+        if state.total is not None and state.completed > state.total:
+            self._bar.update(task, total=state.completed)
 
 
 def worker(
@@ -57,21 +94,38 @@ def worker(
     Claims pgmem.inbox jobs in batches (FOR UPDATE SKIP LOCKED), woken by
     NOTIFY pgmem_inbox. SIGTERM or Ctrl-C finishes the current batch and exits 0.
     """
+    # A --once run on a terminal draws bars (jobs, embeddings) and logs above them.
+    bars = once and not quiet and err_console.is_terminal
+    handler: logging.Handler
+    if bars:
+        from rich.logging import RichHandler
+
+        handler = RichHandler(console=err_console, show_path=False)
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     # pgmem's progress at INFO; libraries (model loading, HTTP clients) only when they warn.
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s"
-    )
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     logging.getLogger("pgmem").setLevel(logging.WARNING if quiet else logging.INFO)
     url = dsn_for(dsn)
-    with database_errors():
+    with database_errors(dsn), progress(quiet=not bars) as bar:
         try:
-            runner = Worker(
+            runner = _DrainingWorker(
                 url,
                 tenant=tenant,
                 batch=batch,
                 poll_interval=poll_interval,
                 max_attempts=max_attempts,
             )
+            if bars:
+                with psycopg.connect(url, row_factory=dict_row) as conn:
+                    ahead = conn.execute(backlog.BACKLOG, {"tenant": tenant}).fetchone()
+                assert ahead is not None
+                runner.watch(
+                    bar,
+                    bar.add_task("inbox jobs", total=ahead["jobs"]),
+                    bar.add_task("embeddings", total=ahead["unembedded"]),
+                )
             stats = runner.run(once=once)
         except (WorkerError, EmbeddingError, LLMError) as exc:
             raise fail(str(exc)) from None

@@ -42,3 +42,8 @@ grant execute on function
     pgmem.kinds(),
     pgmem._half_lives(pgmem.settings)
 to pgmem_readonly;
+
+-- pgmem.doctor reads pg_cron's tables through pgmem.scheduled_jobs: for
+-- operators and DBAs, not for applications.
+revoke execute on function pgmem.doctor(text, integer, interval) from pgmem_app;
+grant execute on function pgmem.doctor(text, integer, interval) to pgmem_readonly;
