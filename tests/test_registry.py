@@ -8,6 +8,8 @@ column list that must exist (two function signatures, one select list) agree.
 from __future__ import annotations
 
 import ast
+import importlib
+import pkgutil
 import re
 from pathlib import Path
 
@@ -16,14 +18,14 @@ from conftest import Db
 from psycopg import sql as psql
 
 from pgmem import queries
-from pgmem.queries import admin as admin_queries
-from pgmem.queries import client as client_queries
-from pgmem.queries import schema as schema_queries
-from pgmem.queries import worker as worker_queries
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = ROOT / "pgmem" / "queries"
-REGISTRY_MODULES = (admin_queries, client_queries, schema_queries, worker_queries)
+# Every module of the registry, found on disk: a new one is checked without being listed.
+REGISTRY_MODULES = tuple(
+    importlib.import_module(f"pgmem.queries.{info.name}")
+    for info in pkgutil.iter_modules([str(REGISTRY)])
+)
 
 # A string literal that starts like a statement: an SQL verb and something after it.
 _STATEMENT = re.compile(
