@@ -29,6 +29,8 @@ from typing import Any, Final
 
 import psycopg
 
+from pgmem.queries.safety import SAFETY_RULES_EXPORT, SAFETY_VERDICTS
+
 __all__ = [
     "CORPUS",
     "TARGETS",
@@ -44,28 +46,6 @@ CORPUS: Final = Path(__file__).with_name("safety_corpus.jsonl")
 
 # The targets of issue 8: PII caught per class, injection caught, false positives.
 TARGETS: Final = {"pii": 0.98, "injection": 0.90, "false_positive": 0.02}
-
-# What the Python pre-filter needs: everything but the secret patterns.
-_RULES: Final = """
-select rule_order, rule, category, kind, pattern, replacement, flags
-from pgmem.safety_rules()
-where category in ('prefilter', 'fold', 'injection')
-order by rule_order
-"""
-
-_VERDICTS: Final = """
-select t.i::integer as item,
-       d.rule,
-       r.content as redacted,
-       r.kinds,
-       pgmem._safety_clean(t.text) as cleaned,
-       pgmem._safety_clean(s.secret) as cleaned_secret
-from unnest(%(texts)s::text[]) with ordinality as t(text, i)
-join unnest(%(secrets)s::text[]) with ordinality as s(secret, i) using (i)
-join pgmem._redact_many(%(texts)s::text[]) as r on r.item = t.i
-left join pgmem._detect_injection_many(%(texts)s::text[]) as d on d.item = t.i
-order by t.i
-"""
 
 
 @dataclass(frozen=True)
@@ -164,7 +144,7 @@ def measure(conn: psycopg.Connection[Any], cases: list[Case] | None = None) -> S
     """Run every case through pgmem's redaction and injection detection and count."""
     cases = load_corpus() if cases is None else cases
     rows = conn.execute(
-        _VERDICTS,
+        SAFETY_VERDICTS,
         {"texts": [c.text for c in cases], "secrets": [c.secret for c in cases]},
     ).fetchall()
     pii: dict[str, Rate] = defaultdict(lambda: Rate(""))
@@ -212,7 +192,7 @@ def measure(conn: psycopg.Connection[Any], cases: list[Case] | None = None) -> S
 
 def export_rules(conn: psycopg.Connection[Any]) -> str:
     """pgmem.safety_rules() as the JSON the Python pre-filter reads (extract/safety_rules.json)."""
-    cursor = conn.execute(_RULES)
+    cursor = conn.execute(SAFETY_RULES_EXPORT)
     names = [column.name for column in cursor.description or ()]
     rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     return json.dumps(rows, ensure_ascii=False, indent=1) + "\n"
