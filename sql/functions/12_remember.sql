@@ -195,6 +195,11 @@ begin
               offset 0) as d
         order by d.distance, d.memory_id
         limit 1;
+        -- NaN (a degenerate stored vector) compares greater than any number
+        -- in SQL: it is no match, never a duplicate.
+        if v_sim = 'NaN'::real then
+            v_sim := null;
+        end if;
         if v_sim >= p_settings.duplicate_threshold then
             action := 'deduplicated';
             similarity := v_sim;

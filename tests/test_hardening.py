@@ -1,0 +1,120 @@
+"""Issue 8: the trust boundary holds against a tenant's own login role, and bad
+input never loses data (degenerate vectors, direct table writes, table locks,
+the maintenance lock)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import psycopg
+import pytest
+from conftest import Db, Tenant
+
+DIMS = 384
+
+
+@contextmanager
+def raises_sqlstate(code: str) -> Iterator[None]:
+    with pytest.raises(psycopg.Error) as info:
+        yield
+    assert info.value.sqlstate == code, info.value
+
+
+def axis(i: int) -> list[float]:
+    v = [0.0] * DIMS
+    v[i] = 1.0
+    return v
+
+
+def remember(conn: psycopg.Connection, subject: str, content: str, embedding: list[float] | None):
+    return conn.execute(
+        "select action, memory_id from pgmem.remember(%s, %s, %s::real[])",
+        (subject, content, embedding),
+    ).fetchone()
+
+
+# ------------------------------------------------------------ degenerate vectors
+
+SUBNORMAL = [1e-45] * DIMS
+HUGE = [3e38] * DIMS
+
+
+@pytest.mark.parametrize(
+    "bad", [SUBNORMAL, HUGE, [1e-20] * DIMS], ids=["subnormal", "3e38", "tiny"]
+)
+def test_degenerate_embeddings_are_refused_everywhere(
+    new_tenant: Callable[[], Tenant], bad: list[float]
+) -> None:
+    t = new_tenant()
+    with raises_sqlstate("PM017"):
+        remember(t.conn, "alice", "likes tea", bad)
+    with raises_sqlstate("PM017"):
+        t.conn.execute(
+            "select * from pgmem.remember_many(jsonb_build_array(jsonb_build_object("
+            "'content', 'likes tea', 'embedding', %s::real[])), 'alice')",
+            (bad,),
+        )
+    _, memory_id = remember(t.conn, "alice", "likes coffee", None)
+    with raises_sqlstate("PM017"):
+        t.conn.execute("select pgmem.set_embedding(%s, %s::real[])", (memory_id, bad))
+    with raises_sqlstate("PM017"):
+        t.conn.execute(
+            "select * from pgmem.recall('alice', 'tea', %s::real[]::public.vector)", (bad,)
+        )
+    with raises_sqlstate("PM017"):
+        t.conn.execute("select pgmem.context('alice', 'tea', %s::real[]::public.vector)", (bad,))
+
+
+def test_query_vectors_are_checked_like_stored_ones(new_tenant: Callable[[], Tenant]) -> None:
+    t = new_tenant()
+    remember(t.conn, "alice", "likes tea", axis(0))
+    with raises_sqlstate("PM015"):
+        t.conn.execute(
+            "select * from pgmem.recall('alice', 'tea', %s::real[]::public.vector)",
+            ([1.0, 0.0, 0.0],),
+        )
+    with raises_sqlstate("PM017"):
+        t.conn.execute(
+            "select * from pgmem.recall('alice', 'tea', %s::real[]::public.vector)", ([0.0] * DIMS,)
+        )
+    rows = t.conn.execute(
+        "select content from pgmem.recall('alice', 'tea', %s::real[]::public.vector)", (axis(0),)
+    ).fetchall()
+    assert rows == [("likes tea",)]
+
+
+def test_a_degenerate_vector_never_swallows_new_facts(
+    db: Db, new_tenant: Callable[[], Tenant]
+) -> None:
+    """The bad vector is refused on every path (the owner's direct update too: the
+    row trigger holds for every writer), and every later fact of the subject is
+    still stored, one by one and in a batch."""
+    t = new_tenant()
+    with raises_sqlstate("PM017"):
+        remember(t.conn, "alice", "bad vector row", SUBNORMAL)
+    _, bad_id = remember(t.conn, "alice", "bad vector row", None)
+    for bad in (SUBNORMAL, HUGE):
+        with raises_sqlstate("PM017"):
+            db.admin.execute(
+                "update pgmem.memories set embedding = %s::real[]::public.vector "
+                "where tenant_id = %s and memory_id = %s",
+                (bad, t.name, bad_id),
+            )
+    stored = []
+    for i, fact in enumerate(["likes tea", "lives in Oslo", "works at ACME"], start=1):
+        action, memory_id = remember(t.conn, "alice", fact, axis(i))
+        assert action == "inserted", fact
+        stored.append(memory_id)
+    rows = t.conn.execute(
+        "select action from pgmem.remember_many(%s::jsonb, 'alice')",
+        (
+            '[{"content": "plays chess", "embedding": %s}, {"content": "owns a cat", "embedding": %s}]'
+            % (axis(10), axis(11)),
+        ),
+    ).fetchall()
+    assert rows == [("inserted",), ("inserted",)]
+    count = t.conn.execute(
+        "select count(*) from pgmem.memories where subject = 'alice' and status = 'active'"
+    ).fetchone()
+    assert count == (6,)
