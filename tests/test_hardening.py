@@ -4,6 +4,7 @@ the maintenance lock)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -109,8 +110,12 @@ def test_a_degenerate_vector_never_swallows_new_facts(
     rows = t.conn.execute(
         "select action from pgmem.remember_many(%s::jsonb, 'alice')",
         (
-            '[{"content": "plays chess", "embedding": %s}, {"content": "owns a cat", "embedding": %s}]'
-            % (axis(10), axis(11)),
+            json.dumps(
+                [
+                    {"content": "plays chess", "embedding": axis(10)},
+                    {"content": "owns a cat", "embedding": axis(11)},
+                ]
+            ),
         ),
     ).fetchall()
     assert rows == [("inserted",), ("inserted",)]
@@ -118,3 +123,69 @@ def test_a_degenerate_vector_never_swallows_new_facts(
         "select count(*) from pgmem.memories where subject = 'alice' and status = 'active'"
     ).fetchone()
     assert count == (6,)
+
+
+# ------------------------------------------------------------ locks
+
+
+def test_a_tenant_cannot_lock_shared_tables(new_tenant: Callable[[], Tenant], db: Db) -> None:
+    """LOCK TABLE in a blocking mode is refused; another tenant's writes and reads
+    go on while the attacker's transaction stays open."""
+    attacker, victim = new_tenant(), new_tenant()
+    with attacker.conn.transaction():
+        attacker.conn.execute("set local lock_timeout = '2s'")
+        for table in ("memories", "subjects", "memory_links", "memory_events", "inbox"):
+            for mode in ("access exclusive", "exclusive", "share"):
+                with (
+                    pytest.raises(psycopg.errors.InsufficientPrivilege),
+                    attacker.conn.transaction(),
+                ):
+                    attacker.conn.execute(f"lock table pgmem.{table} in {mode} mode")
+        # What it may take (INSERT: row exclusive) conflicts with no reader or writer.
+        attacker.conn.execute("lock table pgmem.memories in row exclusive mode")
+        with psycopg.connect(victim.dsn, autocommit=True) as other:
+            other.execute("set lock_timeout = '2s'")
+            assert remember(other, "bob", "likes jazz", axis(3))[0] == "inserted"
+            assert other.execute("select count(*) from pgmem.recall('bob', 'jazz')").fetchone() == (
+                1,
+            )
+            other.execute("select pgmem.erase_subject('bob')")
+            other.execute("select * from pgmem.purge()")
+
+
+def test_tenant_login_roles_get_timeouts(new_tenant: Callable[[], Tenant]) -> None:
+    t = new_tenant()
+    assert t.conn.execute("show lock_timeout").fetchone() == ("5s",)
+    assert t.conn.execute("show idle_in_transaction_session_timeout").fetchone() == ("1min",)
+
+
+def test_no_role_but_the_owner_can_hold_the_maintenance_lock(
+    new_tenant: Callable[[], Tenant], db: Db
+) -> None:
+    """The advisory key of old no longer stops a job; the job row cannot be locked
+    by a tenant; a job skipped again and again says so."""
+    t = new_tenant()
+    with t.conn.transaction():
+        t.conn.execute(
+            "select pg_advisory_xact_lock(hashtextextended('pgmem.job.' || j, 0))"
+            " from unnest(array['archive', 'decay', 'capacity', 'purge']) as j"
+        )
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            t.conn.execute("select from pgmem._job_locks for update")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), t.conn.transaction():
+        t.conn.execute("lock table pgmem._job_locks in access share mode")
+    with t.conn.transaction():
+        t.conn.execute("select pg_advisory_xact_lock(hashtextextended('pgmem.job.' || 'decay', 0))")
+        assert db.admin.execute("select status from pgmem.run_job('decay')").fetchone() == ("ok",)
+    # An owner session holding the row: skips, and the third in a row is flagged.
+    with psycopg.connect(db.dsn) as holder:
+        holder.execute("select from pgmem._job_locks where job = 'capacity' for update")
+        messages = [
+            db.admin.execute("select status, message from pgmem.run_job('capacity')").fetchone()
+            for _ in range(3)
+        ]
+        holder.rollback()
+    assert [m[0] for m in messages] == ["skipped"] * 3
+    assert "times in a row" not in messages[0][1]
+    assert "skipped 3 times in a row" in messages[2][1]
+    assert db.admin.execute("select status from pgmem.run_job('capacity')").fetchone() == ("ok",)

@@ -106,8 +106,11 @@ def test_run_job_skips_while_another_session_holds_the_lock(
 ) -> None:
     admin.execute("select pgmem.create_tenant('a')")
     mid = add_memory(admin, "a", "old", importance=0.5)
+    # The lock is the job's row in pgmem._job_locks, which only the owner can lock.
+    holder = other_session.transaction()
+    holder.__enter__()
     pid = other_session.execute(
-        "select pg_backend_pid() from (select pg_advisory_lock(pgmem._job_lock_key('archive'))) l"
+        "select pg_backend_pid() from pgmem._job_locks where job = 'archive' for update"
     ).fetchone()
     assert pid is not None
     run = admin.execute(
@@ -121,7 +124,7 @@ def test_run_job_skips_while_another_session_holds_the_lock(
     # Other jobs have their own locks.
     assert admin.execute("select status from pgmem.run_job('decay')").fetchone() == ("ok",)
 
-    other_session.execute("select pg_advisory_unlock(pgmem._job_lock_key('archive'))")
+    holder.__exit__(None, None, None)
     run = admin.execute(
         "select status, counts from pgmem.run_job('archive', %s)", (T0 + 60 * DAY,)
     ).fetchone()

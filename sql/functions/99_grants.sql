@@ -17,7 +17,6 @@ revoke execute on function
     pgmem.drop_tenant(text),
     pgmem.tenant_summary(),
     pgmem._job_names(),
-    pgmem._job_lock_key(text),
     pgmem._job_lock_holder(text),
     pgmem._require_cron(text),
     -- security definer: bypasses RLS to cover every tenant.
