@@ -77,7 +77,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# pgmem.enqueue notifies this channel with the tenant id.
+# pgmem.enqueue notifies this channel, with no payload (any role may LISTEN).
 # pgmem.claim_jobs' default. With the local model, batches of 16 and 64 turns ran at the
 # same rate (embedding dominates and costs the same per text either way); smaller
 # batches hold their row locks for less time and redo less after a crash.

@@ -282,7 +282,7 @@ begin
                                               'similarity', similarity),
                 p_now, p_now);
         -- Wakes the worker at commit, like pgmem.enqueue.
-        perform pg_catalog.pg_notify('pgmem_inbox', p_tenant);
+        perform pg_catalog.pg_notify('pgmem_inbox', '');  -- no tenant: any role may LISTEN
     end if;
     return next;
 end

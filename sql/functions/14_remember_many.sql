@@ -354,7 +354,7 @@ begin
     where b.action = 'merge_pending'
     order by b.item;
     if found then
-        perform pg_catalog.pg_notify('pgmem_inbox', v_tenant);
+        perform pg_catalog.pg_notify('pgmem_inbox', '');  -- no tenant: any role may LISTEN
     end if;
 
     -- Items that meet the batch, one by one in item order.
