@@ -160,6 +160,29 @@ $$;
 comment on function pgmem.run_job(text, timestamptz, text) is
     'Runs one maintenance job (decay, archive, capacity, purge) over every tenant (or p_tenant) under its row lock in pgmem._job_locks (skip locked), and records it in pgmem.job_runs: ok with counts, skipped (lock held elsewhere) or failed with the error. Returns the recorded row; on a replica returns a skipped row at once and records nothing. pgmem_admin only.';
 
+create or replace procedure pgmem.run_scheduled_job(p_job text)
+language plpgsql
+security invoker
+-- No SET search_path here, unlike everywhere else: a procedure with a SET
+-- clause cannot COMMIT. Every name below is schema-qualified instead.
+as $$
+declare
+    v_run pgmem.job_runs;
+begin
+    v_run := pgmem.run_job(p_job);
+    -- The recorded run must outlive the error below, which is what makes
+    -- pg_cron's cron.job_run_details say 'failed' too.
+    commit;
+    if v_run.status = 'failed' then
+        raise exception 'pgmem job % failed: %', p_job, v_run.message
+            using errcode = 'PM037', hint = 'The run is recorded in pgmem.job_runs (`pgmem jobs`).';
+    end if;
+end
+$$;
+
+comment on procedure pgmem.run_scheduled_job(text) is
+    'What pg_cron calls: pgmem.run_job(p_job), committed, then error PM037 if the run failed, so that cron.job_run_details records the failure that pgmem.job_runs records. pgmem_admin only.';
+
 create or replace function pgmem.maintain(p_now timestamptz default pg_catalog.now(), p_tenant text default null)
 returns setof pgmem.job_runs
 language sql
@@ -192,7 +215,7 @@ as $$
     -- night, ten minutes apart so each sees the previous one's result.
     -- Minute-level cron syntax only: pg_cron 1.4 (Debian 12) has no seconds.
     select j.job, 'pgmem-' || j.job, j.schedule,
-           pg_catalog.format('select pgmem.run_job(%L)', j.job)
+           pg_catalog.format('call pgmem.run_scheduled_job(%L)', j.job)
     from (values (1, 'decay', p_decay), (2, 'archive', p_archive),
                  (3, 'capacity', p_capacity), (4, 'purge', p_purge)) as j (position, job, schedule)
     order by j.position

@@ -35,3 +35,6 @@ grant execute on function
     pgmem.cron_plan(text, text, text, text),
     pgmem.scheduled_jobs()
 to pgmem_readonly;
+
+-- Procedures are outside "all functions": PUBLIC keeps EXECUTE unless revoked.
+revoke all on procedure pgmem.run_scheduled_job(text) from public;
