@@ -316,3 +316,22 @@ def test_forget_then_purge_leaves_the_text_nowhere(
         "select event from pgmem.memory_events where memory_id = %s order by event_id", (memory_id,)
     ).fetchall()
     assert ("purge",) in events
+
+
+def test_whitespace_only_content_of_exotic_spaces_is_pm011(
+    new_tenant: Callable[[], Tenant],
+) -> None:
+    t = new_tenant()
+    for blank in ("\u00a0\u3000", "\u200b\u200b", "\u2007 \u202f\ufeff"):
+        with raises_sqlstate("PM011"):
+            remember(t.conn, "alice", blank, None)
+
+
+def test_a_service_cannot_bind_an_unknown_tenant_with_set_config(
+    login_role: Callable[[str], psycopg.Connection],
+) -> None:
+    service = login_role("pgmem_service")
+    with service.transaction():
+        service.execute("select set_config('pgmem.tenant', 'nosuch', true)")
+        with raises_sqlstate("PM002"):
+            remember(service, "alice", "likes tea", None)

@@ -73,6 +73,12 @@ begin
                   hint = 'Connect as the tenant''s login role, or as a pgmem_service member call '
                          'pgmem.set_tenant(''<tenant>'') in this transaction.';
     end if;
+    -- set_config('pgmem.tenant', …) by a service member skips set_tenant's
+    -- check: check here too, once per call of a write or recall.
+    if not exists (select from pgmem.tenants as t where t.tenant_id = v_tenant) then
+        raise exception 'unknown pgmem tenant: %', v_tenant
+            using errcode = 'PM002', hint = 'Bind an existing tenant with pgmem.set_tenant().';
+    end if;
     return v_tenant;
 end
 $$;

@@ -137,7 +137,9 @@ begin
             using errcode = 'PM010',
                   hint = 'The subject is whom the memory is about, usually the user id.';
     end if;
-    if p_content is null or pg_catalog.btrim(p_content, E' \t\n\r\f\x0b\u00a0\u3000') = '' then
+    -- Folded as stored first: no-break, ideographic and other exotic spaces
+    -- become spaces and zero-width characters vanish (05_safety.sql).
+    if p_content is null or pg_catalog.btrim(pgmem._safety_clean(p_content), E' \t\n\r\f\x0b\u0085') = '' then
         raise exception '%content is empty', v_arg
             using errcode = 'PM011', hint = 'Pass the fact as text, e.g. ''User prefers dark mode''.';
     end if;
