@@ -10,7 +10,6 @@ import psycopg
 import typer
 from rich.table import Table
 
-from pgmem import bench as benchmark
 from pgmem.cli.common import (
     DsnOption,
     JsonOption,
@@ -20,11 +19,9 @@ from pgmem.cli.common import (
     err_console,
     fail,
 )
+from pgmem.lab import bench as benchmark
 
-app = typer.Typer(help="Benchmark the engine on synthetic data.")
 
-
-@app.callback(invoke_without_command=True)
 def bench(
     dsn: DsnOption = None,
     full: Annotated[

@@ -13,7 +13,6 @@ import typer
 from rich import box
 from rich.table import Table
 
-from pgmem import eval as evaluation
 from pgmem import safety_eval
 from pgmem.cli.common import (
     DsnOption,
@@ -26,6 +25,7 @@ from pgmem.cli.common import (
 )
 from pgmem.embed import EmbeddingError, embedder_from_env
 from pgmem.extract.safety import RULES_FILE
+from pgmem.lab import eval as evaluation
 
 app = typer.Typer(
     help="Measure retrieval quality on public benchmarks and the safety rules on their corpus.",

@@ -7,7 +7,13 @@ text anywhere else in ``pgmem/`` or ``cli/``), one module per consumer:
 - :mod:`pgmem.queries.client`: the ``Memory`` client and the memory CLI verbs
   (re-exported here, so ``queries.RECALL`` is ``queries.client.RECALL``);
 - :mod:`pgmem.queries.worker`: the worker;
+- :mod:`pgmem.queries.admin`: the CLI's administration verbs (tenants, maintenance,
+  the demo);
+- :mod:`pgmem.queries.schema`: schema management and the embedded server;
 - :mod:`pgmem.queries.safety`: the safety measurement (`pgmem eval safety`).
+
+The lab (:mod:`pgmem.lab`) still holds its own statements (listed as pending in the
+test).
 
 Rules: a statement is a module-level ``Final`` string (or a ``psycopg.sql.SQL``
 template when it must name an identifier), named in UPPER_SNAKE after what it does;

@@ -35,7 +35,7 @@ declare
     v_item record;
     v_keys constant text[] := array['subject', 'content', 'embedding', 'kind', 'importance', 'triple_subject',
                                     'triple_predicate', 'triple_object', 'session_id', 'agent_id', 'source',
-                                    'metadata', 'valid_from'];
+                                    'metadata', 'valid_from', 'rejected'];
 begin
     select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant;
     if p_items is null or pg_catalog.jsonb_typeof(p_items) <> 'array' then
@@ -52,13 +52,15 @@ begin
                 case when pg_catalog.jsonb_typeof(e.v) = 'object' then e.v else '{}' end) as k(key)
             where k.key <> all (v_keys)) as unknown_key,
            pg_catalog.jsonb_typeof(e.v -> 'embedding') as embedding_type,
-           pg_catalog.jsonb_typeof(e.v -> 'importance') as importance_type
+           pg_catalog.jsonb_typeof(e.v -> 'importance') as importance_type,
+           pg_catalog.jsonb_typeof(e.v -> 'rejected') as rejected_type
     into v_bad
     from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
     where pg_catalog.jsonb_typeof(e.v) <> 'object'
        or exists (select from pg_catalog.jsonb_object_keys(e.v) as k(key) where k.key <> all (v_keys))
        or pg_catalog.jsonb_typeof(e.v -> 'embedding') not in ('array', 'string', 'null')
        or pg_catalog.jsonb_typeof(e.v -> 'importance') not in ('number', 'null')
+       or pg_catalog.jsonb_typeof(e.v -> 'rejected') not in ('string', 'null')
     order by e.i
     limit 1;
     if found then
@@ -72,6 +74,9 @@ begin
             raise exception 'p_items[%].embedding must be a JSON array of % numbers or a vector literal string',
                             v_bad.i, v_settings.embedding_dims
                 using errcode = 'PM015', hint = 'Leave it out (or null) to store text only and let the worker embed it.';
+        elsif v_bad.rejected_type not in ('string', 'null') then
+            raise exception 'p_items[%].rejected must be a string: the reason the caller refused the text', v_bad.i
+                using errcode = 'PM021', hint = 'Leave it out (or null) to let pgmem''s own rules decide.';
         else
             raise exception 'p_items[%].importance must be a number between 0 and 1', v_bad.i
                 using errcode = 'PM014', hint = 'Leave it out (or null) for the tenant''s default_importance.';
@@ -196,7 +201,9 @@ begin
                  pg_catalog.btrim(c.object) as triple_object,
                  e.v ->> 'session_id' as session_id, e.v ->> 'agent_id' as agent_id,
                  coalesce(e.v ->> 'source', 'sql') as source, coalesce(e.v -> 'metadata', '{}') as metadata,
-                 coalesce((e.v ->> 'valid_from')::timestamptz, v_now) as valid_from, j.rule
+                 coalesce((e.v ->> 'valid_from')::timestamptz, v_now) as valid_from,
+                 -- pgmem's own rule names the rejection; the caller's reason when only it refused.
+                 coalesce(j.rule, nullif(e.v ->> 'rejected', '')) as rule
           from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
           join rows from (pg_catalog.unnest(v_contents), pg_catalog.unnest(v_redacted),
                           pg_catalog.unnest(v_embeddings), pg_catalog.unnest(v_objects))
@@ -270,7 +277,8 @@ begin
                              and pg_catalog.lower(m.triple_subject) = pg_catalog.lower(t.triple_subject)
                             where t.rejected_rule is null and t.triple_predicate is not null));
 
-    -- The same decisions as _remember_decide, for the independent items.
+    -- The same decision as _remember_decide (pgmem._write_action), for the
+    -- independent items: no triple key of theirs is active.
     update pg_temp._pgmem_batch as b
     set action = d.action,
         memory_id = case d.action when 'reinforced' then b.exact_id when 'deduplicated' then b.near_id end,
@@ -278,10 +286,7 @@ begin
         similarity = case d.action when 'reinforced' then 1 when 'inserted' then null else b.near_similarity end
     from pg_temp._pgmem_batch as x
     cross join lateral (
-        select case when x.exact_id is not null then 'reinforced'
-                    when x.near_similarity >= v_settings.duplicate_threshold then 'deduplicated'
-                    when x.near_similarity >= v_settings.merge_threshold then 'merge_pending'
-                    else 'inserted' end as action) as d
+        select pgmem._write_action(v_settings, x.exact_id is not null, null, x.near_similarity) as action) as d
     where x.item = b.item and b.rejected_rule is null and not b.meets_batch;
 
     update pgmem.memories as m
@@ -304,9 +309,7 @@ begin
            case b.action when 'deduplicated' then 'deduplicate' else 'reinforce' end,
            case b.action when 'deduplicated' then m.content end,
            case b.action when 'deduplicated' then b.content end,
-           pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
-               'redacted', case when pg_catalog.cardinality(b.redacted) > 0 then pg_catalog.to_jsonb(b.redacted) end,
-               'agent_id', b.agent_id,
+           pgmem._write_details(b.redacted, b.agent_id) || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
                'match', case b.action when 'deduplicated' then 'embedding' else 'content' end,
                'similarity', case b.action when 'deduplicated' then b.similarity end)),
            v_now
@@ -336,9 +339,8 @@ begin
 
     insert into pgmem.memory_events (tenant_id, memory_id, subject, event, new_content, details, created_at)
     select v_tenant, b.memory_id, b.subject, 'insert', b.content,
-           pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
-               'redacted', case when pg_catalog.cardinality(b.redacted) > 0 then pg_catalog.to_jsonb(b.redacted) end,
-               'agent_id', b.agent_id, 'action', b.action, 'related_id', b.related_id,
+           pgmem._write_details(b.redacted, b.agent_id) || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+               'action', b.action, 'related_id', b.related_id,
                'similarity', b.similarity)),
            v_now
     from pg_temp._pgmem_batch as b
@@ -378,5 +380,5 @@ end
 $$;
 
 comment on function pgmem.remember_many(jsonb, text, timestamptz) is
-    'Bulk pgmem.remember: p_items is a JSON array of objects with the keys subject (default p_subject), content, embedding (JSON array of numbers or a vector literal string ''[0.1,…]'', the faster form), kind, importance, triple_subject, triple_predicate, triple_object, session_id, agent_id, source, metadata, valid_from. Same decisions as remember; one result row per item (item counts from 1). Plainly new items are inserted set-based. Needs the TEMPORARY privilege on the database.';
+    'Bulk pgmem.remember: p_items is a JSON array of objects with the keys subject (default p_subject), content, embedding (JSON array of numbers or a vector literal string ''[0.1,…]'', the faster form), kind, importance, triple_subject, triple_predicate, triple_object, session_id, agent_id, source, metadata, valid_from, rejected (a caller''s reason to refuse the text: recorded as a content-free reject event, like text pgmem''s own rules reject). Same decisions as remember; one result row per item (item counts from 1). Plainly new items are inserted set-based. Needs the TEMPORARY privilege on the database.';
 

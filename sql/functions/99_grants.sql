@@ -36,5 +36,11 @@ grant execute on function
     pgmem.scheduled_jobs()
 to pgmem_readonly;
 
+-- reshape: the kinds (08_kinds.sql); pgmem._decay_policy, under the DBA views, reads them.
+grant execute on function
+    pgmem.kinds(),
+    pgmem._half_lives(pgmem.settings)
+to pgmem_readonly;
+
 -- Procedures are outside "all functions": PUBLIC keeps EXECUTE unless revoked.
 revoke all on procedure pgmem.run_scheduled_job(text) from public;
