@@ -1,4 +1,5 @@
-"""`pgmem eval locomo`: retrieval quality of pgmem.recall on LoCoMo conversations."""
+"""`pgmem eval locomo`: retrieval quality of pgmem.recall on LoCoMo conversations;
+`pgmem eval safety`: recall and false positives of the SQL safety rules on the safety corpus."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import typer
 from rich import box
 from rich.table import Table
 
+from pgmem import safety_eval
 from pgmem.cli.common import (
     DsnOption,
     JsonOption,
@@ -22,9 +24,13 @@ from pgmem.cli.common import (
     steps,
 )
 from pgmem.embed import EmbeddingError, embedder_from_env
+from pgmem.extract.safety import RULES_FILE
 from pgmem.lab import eval as evaluation
 
-app = typer.Typer(help="Measure retrieval quality on public benchmarks.", no_args_is_help=True)
+app = typer.Typer(
+    help="Measure retrieval quality on public benchmarks and the safety rules on their corpus.",
+    no_args_is_help=True,
+)
 
 
 def _parse_settings(pairs: list[str]) -> dict[str, object]:
@@ -164,4 +170,72 @@ def print_report(report: evaluation.Report) -> None:
         f"embedder {report.embedder}; embedding {report.embed_seconds:.1f} s, storing "
         f"{report.store_seconds:.1f} s, total {report.total_seconds:.1f} s",
         highlight=False,
+    )
+
+
+@app.command()
+def safety(
+    corpus: Annotated[
+        Path,
+        typer.Option("--corpus", help="Safety corpus (JSON Lines).", exists=True, dir_okay=False),
+    ] = safety_eval.CORPUS,
+    dsn: DsnOption = None,
+    misses: Annotated[
+        bool, typer.Option("--misses", help="List every missed case and false positive.")
+    ] = False,
+    export_rules: Annotated[
+        bool,
+        typer.Option(
+            "--export-rules",
+            help="Write pgmem.safety_rules() to the Python pre-filter's copy "
+            "(pgmem/extract/safety_rules.json) and stop.",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Per-class recall of PII redaction and injection detection, and their false positives.
+
+    Verdicts come from pgmem._redact_many and pgmem._detect_injection_many on the
+    migrated database. Exit 1 when a target is missed (PII >= 98% per class, injection
+    >= 90%, false positives <= 2%).
+    """
+    with database_errors(), psycopg.connect(dsn_for(dsn), autocommit=True) as conn:
+        if export_rules:
+            RULES_FILE.write_text(safety_eval.export_rules(conn), encoding="utf-8")
+            console.print(f"wrote {RULES_FILE}", highlight=False)
+            return
+        report = safety_eval.measure(conn, safety_eval.load_corpus(corpus))
+    if as_json:
+        json.dump(report.as_dict(), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print_safety_report(report, misses=misses)
+    if report.failures():
+        raise typer.Exit(1)
+
+
+def print_safety_report(report: safety_eval.SafetyReport, *, misses: bool) -> None:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for column in ("filter", "class", "cases", "caught", "rate"):
+        table.add_column(column, justify="left" if column in ("filter", "class") else "right")
+    rows = [("redaction", r) for r in report.pii] + [("injection", r) for r in report.injection]
+    rows.append(("injection", report.injection_total))
+    for name, rate in rows:
+        table.add_row(name, rate.name, str(rate.total), str(rate.hits), f"{rate.rate:.1%}")
+    for rate in (report.redaction_fp, report.injection_fp):
+        table.add_row(
+            "false positives",
+            rate.name.split()[0],
+            str(rate.total),
+            str(rate.hits),
+            f"{rate.rate:.1%}",
+        )
+    console.print(table)
+    if misses:
+        for name, rate in [*rows, ("fp", report.redaction_fp), ("fp", report.injection_fp)]:
+            for case in rate.misses:
+                console.print(f"{name} {rate.name}: {case.text!r}", highlight=False)
+    failures = report.failures()
+    console.print(
+        "targets met" if not failures else "targets missed: " + "; ".join(failures), highlight=False
     )

@@ -106,8 +106,11 @@ def test_run_job_skips_while_another_session_holds_the_lock(
 ) -> None:
     admin.execute("select pgmem.create_tenant('a')")
     mid = add_memory(admin, "a", "old", importance=0.5)
+    # The lock is the job's row in pgmem._job_locks, which only the owner can lock.
+    holder = other_session.transaction()
+    holder.__enter__()
     pid = other_session.execute(
-        "select pg_backend_pid() from (select pg_advisory_lock(pgmem._job_lock_key('archive'))) l"
+        "select pg_backend_pid() from pgmem._job_locks where job = 'archive' for update"
     ).fetchone()
     assert pid is not None
     run = admin.execute(
@@ -121,7 +124,7 @@ def test_run_job_skips_while_another_session_holds_the_lock(
     # Other jobs have their own locks.
     assert admin.execute("select status from pgmem.run_job('decay')").fetchone() == ("ok",)
 
-    other_session.execute("select pg_advisory_unlock(pgmem._job_lock_key('archive'))")
+    holder.__exit__(None, None, None)
     run = admin.execute(
         "select status, counts from pgmem.run_job('archive', %s)", (T0 + 60 * DAY,)
     ).fetchone()
@@ -189,6 +192,15 @@ def test_a_failing_job_is_recorded_not_lost(admin: psycopg.Connection) -> None:
     assert run == ("failed", {"sqlstate": "XX001"}, "disk on fire")
     assert status_of(admin, mid) == ["active"]  # the job's changes were rolled back
     assert last_run(admin, "archive") == run
+    # What pg_cron calls fails too (cron.job_run_details says failed), and the
+    # failed run stays recorded.
+    with pytest.raises(psycopg.Error) as info:
+        admin.execute("call pgmem.run_scheduled_job('archive')")
+    assert info.value.sqlstate == "PM037"
+    assert "disk on fire" in info.value.diag.message_primary
+    assert admin.execute(
+        "select count(*) from pgmem.job_runs where job = 'archive' and status = 'failed'"
+    ).fetchone() == (2,)
 
 
 def test_purge_job_prunes_old_run_history(admin: psycopg.Connection) -> None:
@@ -339,10 +351,10 @@ def test_schedule_installs_updates_and_removes_cron_jobs(
             "select jobname, schedule, command from pgmem.schedule(p_decay => '*/5 * * * *')"
         ).fetchall()
         assert rows == [
-            ("pgmem-decay", "*/5 * * * *", "select pgmem.run_job('decay')"),
-            ("pgmem-archive", "17 3 * * *", "select pgmem.run_job('archive')"),
-            ("pgmem-capacity", "27 3 * * *", "select pgmem.run_job('capacity')"),
-            ("pgmem-purge", "37 3 * * *", "select pgmem.run_job('purge')"),
+            ("pgmem-decay", "*/5 * * * *", "call pgmem.run_scheduled_job('decay')"),
+            ("pgmem-archive", "17 3 * * *", "call pgmem.run_scheduled_job('archive')"),
+            ("pgmem-capacity", "27 3 * * *", "call pgmem.run_scheduled_job('capacity')"),
+            ("pgmem-purge", "37 3 * * *", "call pgmem.run_scheduled_job('purge')"),
         ]
         # Scheduling again updates in place; NULL removes a job.
         conn.execute("select pgmem.schedule(p_decay => '0 * * * *', p_purge => null)")

@@ -182,16 +182,20 @@ def test_rules_are_documented_in_one_place(admin: psycopg.Connection) -> None:
         "select rule, category, kind, pattern from pgmem.safety_rules()"
     ).fetchall()
     categories = {r[1] for r in rules}
-    assert categories == {"prefilter", "injection", "secret"}
+    assert categories == {"prefilter", "fold", "injection", "secret"}
     assert {r[2] for r in rules if r[1] == "secret"} == {
         "private_key",
         "password",
+        "pin",
         "api_key",
         "token",
         "email",
         "id_card",
+        "ssn",
+        "passport",
         "phone",
         "bank_card",
+        "address",
     }
     # Every pattern compiles.
     for rule, _, _, pattern in rules:

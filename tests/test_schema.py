@@ -118,8 +118,8 @@ def test_every_tenant_table_forces_rls_and_leads_with_tenant(admin: psycopg.Conn
         select indexrelid::regclass::text
         from pg_index i join pg_class c on c.oid = i.indrelid
         join pg_class ic on ic.oid = i.indexrelid join pg_am am on am.oid = ic.relam
-        where c.relnamespace = 'pgmem'::regnamespace and c.relname <> '_tenant_logins'
-          and c.relname <> 'job_runs' and am.amname <> 'hnsw'
+        where c.relnamespace = 'pgmem'::regnamespace
+          and c.relname not in ('_tenant_logins', 'job_runs', '_job_locks') and am.amname <> 'hnsw'
           and (select attname from pg_attribute where attrelid = c.oid and attnum = i.indkey[0])
               <> 'tenant_id'
         """

@@ -65,7 +65,10 @@ def test_login_role_cannot_change_other_tenants_rows(
         ).rowcount
         == 0
     )
-    assert a.execute(f"delete from pgmem.{table} where tenant_id = 'bravo'").rowcount == 0
+    # App roles hold no DELETE privilege at all (issue 8: it would allow LOCK TABLE);
+    # deletes go through owner-rights functions that check the tenant.
+    with pytest.raises(errors.InsufficientPrivilege):
+        a.execute(f"delete from pgmem.{table} where tenant_id = 'bravo'")
     after = admin.execute(
         f"select count(*) from pgmem.{table} where tenant_id = 'bravo'"
     ).fetchone()
@@ -140,8 +143,11 @@ def test_no_tenant_bound_sees_nothing_and_cannot_write(
     assert exc.value.sqlstate == "PM001"
     assert "set_tenant" in (exc.value.diag.message_hint or "")
     with pytest.raises(psycopg.Error) as exc:
-        service.execute("delete from pgmem.memories")
+        service.execute("update pgmem.memories set pinned = true")
     assert exc.value.sqlstate == "PM001"
+    # App roles hold no DELETE privilege at all (issue 8); erase/purge delete for them.
+    with pytest.raises(errors.InsufficientPrivilege):
+        service.execute("delete from pgmem.memories")
 
 
 def test_service_binds_a_tenant_per_transaction(two_tenants: tuple, login_role: Login) -> None:

@@ -9,7 +9,8 @@ text anywhere else in ``pgmem/`` or ``cli/``), one module per consumer:
 - :mod:`pgmem.queries.worker`: the worker;
 - :mod:`pgmem.queries.admin`: the CLI's administration verbs (tenants, maintenance,
   the demo);
-- :mod:`pgmem.queries.schema`: schema management and the embedded server.
+- :mod:`pgmem.queries.schema`: schema management and the embedded server;
+- :mod:`pgmem.queries.safety`: the safety measurement (`pgmem eval safety`).
 
 The lab (:mod:`pgmem.lab`) still holds its own statements (listed as pending in the
 test).

@@ -73,6 +73,12 @@ begin
                   hint = 'Connect as the tenant''s login role, or as a pgmem_service member call '
                          'pgmem.set_tenant(''<tenant>'') in this transaction.';
     end if;
+    -- set_config('pgmem.tenant', …) by a service member skips set_tenant's
+    -- check: check here too, once per call of a write or recall.
+    if not exists (select from pgmem.tenants as t where t.tenant_id = v_tenant) then
+        raise exception 'unknown pgmem tenant: %', v_tenant
+            using errcode = 'PM002', hint = 'Bind an existing tenant with pgmem.set_tenant().';
+    end if;
     return v_tenant;
 end
 $$;
@@ -215,7 +221,12 @@ begin
             using errcode = '42710', hint = 'Choose another role name, or drop the tenant login first.';
     end if;
     -- Table rights come from pgmem_app; the binding comes from _tenant_logins.
+    -- Timeouts by default (issue 8): a tenant session that waits on a lock
+    -- or sits idle in a transaction gives up instead of queueing others.
     execute pg_catalog.format('create role %I login password %L in role pgmem_app', v_role, p_password);
+    execute pg_catalog.format('alter role %I set lock_timeout = ''5s''', v_role);
+    execute pg_catalog.format('alter role %I set statement_timeout = ''60s''', v_role);
+    execute pg_catalog.format('alter role %I set idle_in_transaction_session_timeout = ''60s''', v_role);
     insert into pgmem._tenant_logins (role_name, tenant_id) values (v_role, p_tenant);
     return v_role;
 end

@@ -1,32 +1,50 @@
 -- Safety filters of the write path, in SQL so that writes made straight
--- from SQL are protected exactly like writes from the Python layer.
+-- from SQL are protected exactly like writes from the Python layer. One list
+-- of rules, pgmem.safety_rules(), is the only source: the Python pre-filter
+-- (pgmem/extract/safety.py) runs an exported copy of it, and a test runs
+-- both on the safety corpus (pgmem/safety_corpus.jsonl) and asserts the same
+-- verdicts. `pgmem eval safety` prints recall per class and the false
+-- positive rates on that corpus.
 --
--- Two jobs, one list of rules (pgmem.safety_rules()):
---   * prompt injection: text that tries to steer the model that will later
---     read it back ("ignore previous instructions", "忽略以上", "reveal the
---     system prompt", "developer mode"…) is never stored as a memory.
+-- Three jobs:
+--   * folding (category 'fold'): invisible characters (zero-width, joiners,
+--     bidi controls) are removed and full-width digits, letters and the
+--     symbols of addresses and numbers, and exotic spaces, become ASCII
+--     before anything is matched; this folded text is what gets stored.
+--     Full-width CJK punctuation (，：；！？（）) is kept. Injection
+--     detection folds further: NFKC, Cyrillic/Greek look-alikes to Latin,
+--     traditional to simplified Chinese; and it tries a loose view too
+--     (leetspeak digits to letters, separators between words to spaces,
+--     spaced-out letters joined) and the text of base64 runs.
+--   * prompt injection (category 'injection'): text that tries to steer the
+--     model that will later read it back is never stored as a memory.
+--     Rules need instruction-like context (a verb aimed at the model's
+--     instructions, a role change of "you", a request for the system prompt)
+--     so that "developer mode on my Android phone" or "ignore previous
+--     messages about the meeting time" stay ordinary facts.
 --     pgmem.detect_injection() names the rule that matched; pgmem.remember
 --     answers 'rejected' and records only the rule and a hash of the text.
---   * secrets and personal data: phone numbers, e-mail addresses, Chinese
---     resident ID numbers, bank-card numbers, passwords, API keys and long
---     random tokens are replaced by "[REDACTED:<kind>]" before storage
---     (pgmem.redact()); pgmem.remember records which kinds it redacted,
---     never the values.
+--   * secrets and personal data (category 'secret'): phones, e-mail
+--     addresses, ID card, passport and social security numbers, bank cards,
+--     passwords and PINs, API keys, tokens, private keys and street
+--     addresses are replaced by "[REDACTED:<kind>]" before storage
+--     (pgmem.redact()); pgmem.remember records which kinds, never the values.
 --
--- The rules are deliberately conservative about numbers: years, dates,
--- times, prices, quantities and short ids never match. A bare 13-19 digit
--- run counts as a bank card only when it passes the Luhn check (a run that
--- follows a "card number"/"卡号" label is redacted regardless). Patterns use
--- explicit ASCII classes and look-arounds instead of \m, \M and \d, whose
--- meaning depends on the database locale, so results are the same on every
--- installation (the functions are declared immutable).
+-- Numbers stay conservative: years, dates, times, prices, quantities, GPS
+-- coordinates, git/SHA-256 digests (40 or 64 hex digits) and short ids never
+-- match. A bare 13-19 digit run counts as a bank card only when it passes the
+-- Luhn check (a labelled one is redacted regardless). Patterns use explicit
+-- classes and look-arounds instead of \m, \M and \d, whose meaning depends on
+-- the database locale, and stay within what both PostgreSQL and Python
+-- regular expressions read alike (no \b, fixed-width look-behind only).
 --
--- Known limits, by choice: detection matches phrases, not intent, so a
--- paraphrased injection can pass and a fact that merely quotes one of
--- these phrases is rejected; base64 tokens are caught from 32 characters
--- of one run without '/' (paths and URLs stay readable) unless a label
--- ("token:", "api_key=", "Bearer") announces them; digits are matched in
--- ASCII only (full-width digits are not redacted).
+-- Known limits, by choice: detection matches phrasings, not intent, so an
+-- injection worded unlike every rule can pass (the corpus measures how
+-- often), and a street address is recognised in its usual English form
+-- (number, capitalised name, street type) and Chinese form (…路/街/道 + 号).
+
+-- Replaced by the four-argument form below (one fold engine for every view).
+drop function if exists pgmem._safety_fold(text);
 
 create or replace function pgmem.safety_rules()
 returns table(
@@ -40,150 +58,323 @@ returns table(
     luhn boolean
 )
 -- plpgsql, not sql: its plan is cached for the session, while a non-inlined
--- SQL function is parsed and planned again at every call (per memory).
+-- SQL function is parsed and planned again at every call (per batch).
 language plpgsql
 immutable parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    -- category 'prefilter': a cheap test every rule of that category
-    -- needs to pass (a secret needs a digit, an @ or a key word; an
-    -- injection needs one of its verbs), so ordinary text skips the rest.
-    -- category 'injection': matched case-insensitively against the text
-    -- folded by pgmem._safety_fold (NFKC, no zero-width characters).
+    -- category 'prefilter': a cheap test every rule of that category needs
+    -- to pass (a secret needs a digit, an @ or a key word; an injection one
+    -- of its words), so ordinary text skips the rest.
+    -- category 'fold', in rule_order; flags 'translate' = a character map
+    -- (pattern -> replacement, character by character), else
+    -- regexp_replace(text, pattern, replacement, flags). kind says which
+    -- view: 'stored' (the text that is redacted and stored), 'injection'
+    -- (after NFKC, what injection rules see), 'loose' (a second injection view).
+    -- category 'injection': matched case-insensitively against each view.
     -- category 'secret': applied in rule_order with regexp_replace(…, flags)
-    -- (flags 'g' where letter case carries meaning); the order matters: labelled
-    -- secrets before the generic token rules, ID numbers and phones before
-    -- bank cards so one number is named once.
+    -- (flags 'g' where letter case carries meaning); the order matters:
+    -- labelled secrets before the generic token rules, ID numbers and phones
+    -- before bank cards so one number is named once.
     return query
     select r.*
     from (values
         (1, 'secret_candidates', 'prefilter', 'secret',
-         '[0-9@]|pass|pwd|密码|口令|密碼|bearer|private key|sk-|akia|asia|agpa|aida|aroa|gh[pousr]_|github_pat_|xox|aiza|eyj',
+         '[0-9@]|pass|pwd|密码|口令|密碼|bearer|private key|sk-|akia|asia|agpa|aida|aroa|gh[pousr]_|github_pat_|xox|aiza|eyj'
+         || '|[sprk]k_|whsec_|hf_|glpat-|npm_|sg\.',
          null::text, 'i', false),
         (2, 'injection_candidates', 'prefilter', 'injection',
-         'ignore|disregard|forget|override|bypass|skip|you\s+are\s+now|from\s+now\s+on|reveal|show|print|repeat|output'
-         || '|display|leak|expose|dump|disclose|tell\s+me|give\s+me|mode|jail|anything'
-         || '|忽略|无视|忽视|理会|管|忘记|忘掉|你现在|从现在|泄露|透露|显示|输出|告诉我|打印|展示|给我看|重复|开发者|越狱',
+         'ignore|disregard|forget|override|bypass|skip|neglect|discard|abandon|throw|aside|attention|mind|stop|follow|obey'
+         || '|longer|you|new|instruction|rule|prompt|reveal|show|print|repeat|output|display|leak|expose|dump|disclose'
+         || '|tell|give|mode|jail|anything|act|behave|respond|pretend|system|inst|sys|safety|content|security|moderation'
+         || '|忽略|无视|忽视|理会|管|忘记|忘掉|抛开|丢弃|遵守|遵循|听从|服从|你|从现在|泄露|透露|显示|输出|告诉|打印|展示|给我看|重复'
+         || '|发给|说出|开发者|越狱|模式|扮演|绕过|解除|跳过|作废|无效|失效|不算',
          null, 'i', false),
+
+        -- Invisible characters: soft hyphen, combining grapheme joiner,
+        -- zero-width spaces and joiners, bidi marks, embeddings, overrides
+        -- and isolates, invisible operators, variation selectors, BOM.
+        (3, 'invisible', 'fold', 'stored',
+         '[\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180E\u200B-\u200F\u202A-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0]',
+         '', 'g', false),
+        -- Full-width ASCII (except the CJK punctuation ，：；！？（） that
+        -- Chinese text uses as such), exotic spaces and hyphens.
+        (4, 'width', 'fold', 'stored',
+         (select pg_catalog.string_agg(pg_catalog.chr(c), '' order by c) from pg_catalog.generate_series(65281, 65374) as c
+          where c not in (65281, 65288, 65289, 65292, 65306, 65307, 65311))
+         || pg_catalog.chr(160) || pg_catalog.chr(5760)
+         || (select pg_catalog.string_agg(pg_catalog.chr(c), '' order by c) from pg_catalog.generate_series(8192, 8202) as c)
+         || pg_catalog.chr(8239) || pg_catalog.chr(8287) || pg_catalog.chr(12288) || pg_catalog.chr(8232) || pg_catalog.chr(8233)
+         || pg_catalog.chr(8208) || pg_catalog.chr(8209) || pg_catalog.chr(8722),
+         (select pg_catalog.string_agg(pg_catalog.chr(c - 65248), '' order by c) from pg_catalog.generate_series(65281, 65374) as c
+          where c not in (65281, 65288, 65289, 65292, 65306, 65307, 65311))
+         || pg_catalog.repeat(' ', 18) || '---',
+         'translate', false),
+        -- Cyrillic and Greek letters that look like Latin ones.
+        (5, 'confusable', 'fold', 'injection',
+         'аеорсухіѕјԁӏһԛԝкмнтвАВЕКМНОРСТХУІЅЈαεορικντυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ',
+         'aeopcyxisjdlhqwkmhtbabekmhopctxyisjaeopikvtuxabezhikmnoptyx',
+         'translate', false),
+        -- Traditional characters of the injection vocabulary.
+        (6, 'traditional', 'fold', 'injection',
+         '無視說顯統現開發獄則規設請訴將從們麼這個對話讓為應該詞洩輸聽權閉關濾過審復隱內據碼機記憶觸條須於與當後並時還戶進沒啟換舊變繞約給別會務廢數樣嗎護號證帳歷專業員級線處',
+         '无视说显统现开发狱则规设请诉将从们么这个对话让为应该词泄输听权闭关滤过审复隐内据码机记忆触条须于与当后并时还户进没启换旧变绕约给别会务废数样吗护号证帐历专业员级线处',
+         'translate', false),
+        -- The loose view: leetspeak digits to letters, separators between
+        -- words to spaces, s p a c e d letters joined.
+        (7, 'leet', 'fold', 'loose', '013457@$', 'oieastas', 'translate', false),
+        (8, 'separators', 'fold', 'loose', '[._*|~+/\\=-]+', ' ', 'g', false),
+        (9, 'spaced_letters', 'fold', 'loose', '(?<![a-z])([a-z]) +(?=[a-z](?![a-z]))', '\1', 'gi', false),
+
         (10, 'ignore_instructions', 'injection', null::text,
-         '(?<![a-z])(ignore|disregard|forget|override|bypass|skip)\s+((all|any|every|of|the|your|my|these|those)\s+){0,3}'
-         || '(previous|prior|above|earlier|preceding|former|foregoing|original|initial|system)\s+'
-         || '(instructions?|prompts?|rules?|directions?|directives?|guidelines?|messages?|commands?|context|constraints?)',
+         '(?<![a-z])(ignore|disregard|forget|override|bypass|skip|neglect|discard|drop|abandon|throw\s*(out|away)|set\s*aside'
+         || '|pay\s*no\s*attention\s*to|never\s*mind|stop\s*(following|obeying)|(do\s*not|don''?t|no\s*longer)\s*(follow|obey))\s*'
+         || '((all|any|every|of|the|these|those|my)\s*){0,3}'
+         || '((your|ur)\s*((previous|prior|above|earlier|preceding|former|original|initial|system|old|existing|safety)\s*)?'
+         || '|(previous|prior|above|earlier|preceding|former|foregoing|original|initial|system|old|existing|safety)\s*)'
+         || '(messages?\s*and\s*)?(instructions?|prompts?|rules?|directions?|directives?|guidelines?|commands?|constraints?'
+         || '|limitations?|restrictions?|programming|guardrails?)(?![a-z])'
+         || '|(?<![a-z])(ignore|disregard|forget|override|set\s*aside|throw\s*out|stop\s*(following|obeying))\s*((all|any|every|of|the|these|those)\s*){0,3}'
+         || '(instructions?|prompts?|rules?|directions?|guidelines?|commands?)\s*(above|before|so\s*far|you\s*(received|got|have\s*received)|you\s*(were|have\s*been|''ve\s*been|got)\s*(given|told))'
+         || '|(?<![a-z])(ignore|disregard|forget|set\s*aside|throw\s*out)\s*(everything|all|anything)\s*(that\s*)?you\s*'
+         || '(were|have\s*been|''ve\s*been)\s*(told|given|instructed|taught)',
          null, 'i', false),
         (11, 'disregard_above', 'injection', null,
-         '(?<![a-z])(ignore|disregard|forget)\s+((all|everything|anything|the|of)\s+){0,3}(above|foregoing)(?![a-z])',
+         '(?<![a-z])(ignore|disregard|forget)\s*((all|everything|anything|the|of|your)\s*){0,3}(above|foregoing|prior|previous|earlier)'
+         || '\s*($|[.,!;:]|and\s|then\s|instead)',
          null, 'i', false),
         (12, 'ignore_instructions_zh', 'injection', null,
-         '(忽略|无视|忽视|不要理会|别理会|不要管|别管|忘记|忘掉)\s*(掉|你|一下)?\s*'
-         || '(之前|以前|先前|此前|前面|上面|上述|以上|刚才|所有|全部|一切)[^。！？!?\n]{0,8}'
-         || '(指令|指示|提示|命令|规则|设定|要求|约束|限制)'
-         || '|(忽略|无视|忽视)\s*(掉)?\s*(以上|上面|上述)',
+         '(忽略|无视|忽视|不要理会|别理会|不用理会|不要管|别管|不用再?管|别再管|忘记|忘掉|抛开|丢弃|跳过'
+         || '|(不要再?|别再?|不再|不用再?)(遵守|遵循|听从|服从|执行))\s*(掉|一下)?\s*(你的|你)?\s*'
+         || '(之前|以前|先前|此前|前面|上面|上述|以上|刚才|所有|全部|一切|原来|原有|原先|原本|系统|任何)[^。！？!?\n]{0,8}'
+         || '(指令|指示|提示|命令|规则|设定|要求|约束|限制|安全策略)'
+         || '|(忽略|无视|忽视)\s*(掉)?\s*(以上|上面|上述|之前|前面)\s*(的)?\s*(所有|全部|一切)?\s*(内容)?\s*($|[，,。.!！;；]|并|然后|吧|直接)'
+         || '|(之前|以前|先前|前面|上面|以上|原来)(说)?(的)?(所有|全部|一切)?(指令|指示|规则|设定|要求)(全部|都|已经|一律)?(作废|无效|失效|不算|取消)',
          null, 'i', false),
         (13, 'role_override', 'injection', null,
-         '(?<![a-z])you\s+are\s+now\s+(a|an|the|my|in|no\s+longer|free|unrestricted|unfiltered|uncensored|jailbroken|dan|'
-         || 'acting|going\s+to|called|named|playing)(?![a-z])'
-         || '|(?<![a-z])from\s+now\s+on,?\s+you\s+(are|will|must|shall)(?![a-z])'
-         || '|你现在(是|就是|扮演|成为)|从现在(开始|起)[，,]?\s*你(是|将|要|就是|必须)',
+         '(?<![a-z])(you\s*are|you''?re|u\s*r)\s*now\s*(dan|an?\s*(unrestricted|unfiltered|uncensored|jailbroken|evil|rogue)'
+         || '|unrestricted|unfiltered|uncensored|jailbroken|free\s*(from|of)|no\s*longer|in\s*(developer|dev|dan|god|jailbreak|unrestricted)\s*mode'
+         || '|going\s*to\s*(act|pretend|ignore|answer|respond)|acting\s*as|my\s*(slave|servant|puppet))(?![a-z])'
+         || '|(?<![a-z])you\s*are\s*no\s*longer\s*(bound|restricted|limited|an?\s*(ai|assistant|language\s*model|chatbot)|chatgpt|claude|gpt)'
+         || '|(?<![a-z])from\s*now\s*on,?\s*you\s*(are|''re|will\s*be)\s*(now\s*)?(dan|an?\s*(unrestricted|unfiltered|uncensored|jailbroken|evil|ai|assistant|chatbot)'
+         || '|no\s*longer|free|my)(?![a-z])'
+         || '|(?<![a-z])from\s*now\s*on,?\s*you\s*(will|shall|must|should|are\s*going\s*to)\s*(only\s*)?'
+         || '(answer|respond|reply|act|behave|pretend|speak|talk|obey|ignore|roleplay)(?![a-z])'
+         || '|(?<![a-z])(act|behave|respond|roleplay)\s*as\s*(if\s*you\s*(are|were)\s*)?(an?\s*)?(unrestricted|unfiltered|uncensored|jailbroken|evil|dan)(?![a-z])'
+         || '|(?<![a-z])pretend\s*(that\s*)?(you\s*are|you''re|to\s*be)\s.{0,40}(no|without)\s*(any\s*)?(rules|restrictions|limits|filters|guidelines)'
+         || '|你现在(是|就是|扮演|成为|变成)[^。！？!?\n]{0,12}(没有|不受|无|不再受)[^。！？!?\n]{0,6}(限制|约束|规则|审查|过滤)'
+         || '|你现在(是|就是|扮演|成为|变成)\s*(dan|一个?(越狱|不受限|无限制))'
+         || '|从现在(开始|起)[，,]?\s*你(就)?(是|将是|将扮演|要扮演|扮演|不再|没有)'
+         || '|扮演[^。！？!?\n]{0,10}(没有|不受|无)(任何)?[^。！？!?\n]{0,4}(限制|约束|规则|审查)'
+         || '|你不再受[^。！？!?\n]{0,6}(限制|约束|规则)',
          null, 'i', false),
         (14, 'reveal_system_prompt', 'injection', null,
-         '(?<![a-z])(reveal|show|print|repeat|output|display|leak|expose|dump|disclose|tell\s+me|give\s+me)(?![a-z])'
-         || '[^.!?\n]{0,40}(system|initial|hidden|original|secret)\s+(prompt|instructions?)'
-         || '|(泄露|透露|显示|输出|告诉我|打印|展示|给我看|重复)[^。！？!?\n]{0,10}(系统提示|系统指令|系统消息|初始指令|提示词)',
+         '(?<![a-z])(reveal|show|print|repeat|output|display|leak|expose|dump|disclose|tell\s*me|give\s*me|what\s*(were|are|is))'
+         || '[^.!?\n]{0,40}(system|initial|hidden|original|secret|first)\s*(prompt|instructions?)'
+         || '|(?<![a-z])(repeat|print|output)\s*(the\s*)?(text|words|everything)\s*above'
+         || '|(泄露|透露|显示|输出|告诉我|打印|展示|给我看|重复|发给我|说出)[^。！？!?\n]{0,10}(系统提示|系统指令|系统消息|初始指令|提示词|隐藏指令|系统设定)'
+         || '|把[^。！？!?\n]{0,6}(系统提示|系统指令|初始指令|提示词|隐藏指令|系统设定)[^。！？!?\n]{0,4}(告诉|发给|给|说给|输出|显示|透露|泄露)',
          null, 'i', false),
         (15, 'jailbreak', 'injection', null,
-         '(?<![a-z])(developer|dev|god|dan)\s+mode(?![a-z])|(?<![a-z])jail\s*-?\s*break|(?<![a-z])do\s+anything\s+now(?![a-z])'
-         || '|开发者模式|越狱',
+         '(^|[.!?\n:;]\s*)(please\s*)?(now\s*)?(enable|enter|activate|switch\s*(to|into)|turn\s*on|go\s*into|engage|unlock)\s*(the\s*)?'
+         || '(developer|dev|god|dan|jailbreak|unrestricted)\s*mode(?!\s*(on|in|for|of)\s*(my|the|your|this|a)?\s*[a-z]*\s*'
+         || '(phone|device|android|iphone|tablet|laptop|computer|pc|console|game|app|browser|tv|watch|car))'
+         || '|(?<![a-z])(dan|jailbreak)\s*mode(?![a-z])'
+         || '|(?<![a-z])jail\s*-?\s*break(?!(s|ed|ing|er|ers)?\s*(my|his|her|their|our|an?|the|this|that)?\s*(old\s*|new\s*)?'
+         || '(iphone|phone|ipad|ios|android|device|console|switch|ps[0-9]|psp|kindle|router|tv|watch|car|tablet))'
+         || '|(?<![a-z])do\s*anything\s*now\s*[:(-]|broken\s*free\s*of\s*the\s*(typical\s*)?confines'
+         || '|(^|[。！？!?\n，,：:\s])(请|现在)?(进入|开启|启用|打开|切换到|激活)(开发者|越狱|上帝|dan|无限制|调试)模式'
+         || '|越狱模式|(帮你|让你|对你|给你)越狱',
+         null, 'i', false),
+        (16, 'fake_role_tag', 'injection', null,
+         '<\|?\s*(system|im_start|im_end)|\[\s*/?\s*(system|inst)\s*\]|<<\s*/?\s*sys\s*>>'
+         || '|(^|\n)\s*(system|assistant)\s*:\s*(ignore|you|forget|new|reveal|from|override|disregard|always|never|do\s*not|don''?t)',
+         null, 'i', false),
+        (17, 'safety_bypass', 'injection', null,
+         '(?<![a-z])(bypass|disable|override|turn\s*off|ignore|skip|remove|deactivate|circumvent|get\s*around)\s*'
+         || '((your|the|all|any|of)\s*)*(safety|content|security|moderation|ethical|ethics)\s*'
+         || '(filters?|rules|guidelines|polic(y|ies)|restrictions|checks|guardrails|settings|limits|protocols)'
+         || '|绕过[^。！？!?\n]{0,6}(安全|审查|限制|过滤|规则)|解除[^。！？!?\n]{0,6}(限制|封印|审查|约束)'
+         || '|跳过[^。！？!?\n]{0,4}(安全|审查)(限制|检查|规则|策略)?',
+         null, 'i', false),
+        (18, 'new_instructions', 'injection', null,
+         '(?<![a-z])(your|the)\s*new\s*(instructions|rules|task|directive|orders)\s*(are|is|:)'
+         || '|(?<![a-z])new\s*system\s*(instructions?|prompt|rules?|policy)\s*:'
+         || '|(?<![a-z])(previous|prior|earlier|above|old|original)\s*(instructions|rules|guidelines|directives)\s*'
+         || '(are\s*(now\s*)?(void|cancell?ed|obsolete|invalid|revoked)|no\s*longer\s*apply|(do|does)\s*not\s*apply)'
+         || '|你的新(任务|指令|规则|设定)(是|为|：|:)',
          null, 'i', false),
 
         (100, 'private_key', 'secret', 'private_key',
          '-----BEGIN [A-Z ]*PRIVATE KEY-----[^-]*(-----END [A-Z ]*PRIVATE KEY-----)?',
          '[REDACTED:private_key]', 'g', false),
         -- Labelled secrets keep their label: "password: [REDACTED:password]".
+        -- After "is/was/:" any word counts (a password can be "love"), except
+        -- words that describe the password ("is wrong", "is required").
         (110, 'password', 'secret', 'password',
-         '((?<![a-z])(password|passwd|passphrase|passcode|pwd)\s*(is|was|=|:|：)\s*'
-         || '|(密码|口令|密碼)\s*(是|为|為|：|:|=)\s*)[^\s,;，。；、！!？?）)]+',
+         '((?<![a-z])(password|pass\s+word|passwd|passphrase|passcode|pwd)(\s+for\s+(the\s+|my\s+)?[a-z0-9-]+)?(''s|\s*(is|was|=|:|：|-))\s*)'
+         || '(?!(not|too|wrong|incorrect|correct|expired|required|changed|reset|the|a|an|weak|strong|saved|stored|empty|case|policy'
+         || '|manager|field|length|protected|sent|set|missing|invalid|valid|ok|fine)(?![a-z-]))[^\s,;，。；、！!？?）)]+',
          '\1[REDACTED:password]', 'gi', false),
+        -- "password hunter2": no separator, so the value needs a digit or symbol.
+        (111, 'password_bare', 'secret', 'password',
+         '((?<![a-z])(password|passwd|passcode|pwd)\s+)(?=[^\s,;，。]*[0-9!@#$%^&*])[^\s,;，。；、！!？?）)]{4,}',
+         '\1[REDACTED:password]', 'gi', false),
+        -- 密码abc123 / 密码是abc123: a password written after the Chinese
+        -- label is ASCII ("密码忘了" stays).
+        (112, 'password_zh', 'secret', 'password',
+         '((密码|口令|密碼)\s*(是|为|為|：|:|=)?\s*)[A-Za-z0-9!@#$%^&*_+=~-]{3,}',
+         '\1[REDACTED:password]', 'g', false),
+        (115, 'pin', 'secret', 'pin',
+         '((?<![a-z])pin(\s*code|\s*number|码|碼)?(\s+for\s+(the\s+|my\s+)?[a-z]+)?\s*(is|was|:|：|=|是|为)?\s*)[0-9]{4,8}(?![0-9])',
+         '\1[REDACTED:pin]', 'gi', false),
         -- A labelled key needs a digit in its value: "the secret is love" stays.
         (120, 'labelled_key', 'secret', 'api_key',
          '((?<![a-z])(api[_ -]?key|apikey|secret[_ -]?(access[_ -]?)?key|access[_ -]?key|access[_ -]?token|auth[_ -]?token'
-         || '|client[_ -]?secret|token|secret)\s*(is|=|:|：)\s*|(密钥|秘钥|令牌)\s*(是|为|：|:|=)\s*)'
+         || '|client[_ -]?secret|token|secret)\s*(is|=|:|：)?\s*|(密钥|秘钥|令牌)\s*(是|为|：|:|=)?\s*)'
          || '(?=[^\s,;，。；、]*[0-9])[^\s,;，。；、]{8,}',
          '\1[REDACTED:api_key]', 'gi', false),
         (121, 'bearer_token', 'secret', 'api_key',
          '((?<![a-z])bearer\s+)[A-Za-z0-9._~+/-]{16,}=*',
          '\1[REDACTED:api_key]', 'gi', false),
-        -- Vendor formats: OpenAI/Anthropic sk-…, AWS access key ids, GitHub
-        -- tokens, Slack xox…, Google AIza…, JSON Web Tokens.
+        -- Vendor formats: OpenAI/Anthropic sk-…, Stripe sk_/pk_/rk_ live/test
+        -- and whsec_, AWS access key ids, GitHub, GitLab, npm, Hugging Face,
+        -- SendGrid, Slack xox…, Google AIza…, JSON Web Tokens.
         (122, 'vendor_key', 'secret', 'api_key',
          '(?<![A-Za-z0-9_-])(sk-(proj-|ant-|live-|test-)?[A-Za-z0-9_-]{16,}'
+         || '|[sprk]k_(live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{16,}'
          || '|(AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}(?![A-Za-z0-9])'
-         || '|(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}'
-         || '|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}'
+         || '|(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}'
+         || '|npm_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}'
+         || '|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,}'
          || '|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})',
          '[REDACTED:api_key]', 'g', false),
-        -- Unlabelled random strings: 32+ hex digits with at least one digit,
-        -- or 32+ base64/url-safe characters mixing digits, lower and upper
-        -- case (words, slugs and paths do not).
+        -- Unlabelled random strings: 32+ hex digits with at least one digit
+        -- (but not exactly 40 or 64: git commit ids and SHA-256 digests are
+        -- not secrets), 32+ base64/url-safe characters mixing digits, lower
+        -- and upper case (words, slugs and paths do not), and 40-character
+        -- AWS-style secret keys that may contain '/' or '+'.
         (130, 'random_token', 'secret', 'token',
-         '(?<![A-Za-z0-9])(?=[A-Za-z]*[0-9])[0-9a-fA-F]{32,}(?![A-Za-z0-9])'
+         '(?<![A-Za-z0-9])(?![0-9a-fA-F]{40}(?![A-Za-z0-9])|[0-9a-fA-F]{64}(?![A-Za-z0-9]))(?=[A-Za-z]*[0-9])[0-9a-fA-F]{32,}(?![A-Za-z0-9])'
          || '|(?<![A-Za-z0-9+_-])(?=[A-Za-z0-9+_-]*[0-9])(?=[A-Za-z0-9+_-]*[a-z])(?=[A-Za-z0-9+_-]*[A-Z])'
-         || '[A-Za-z0-9+_-]{32,}={0,2}',
+         || '[A-Za-z0-9+_-]{32,}={0,2}'
+         || '|(?<![A-Za-z0-9/+])(?=[A-Za-z0-9/+]*[0-9])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])',
          '[REDACTED:token]', 'g', false),
+        -- ASCII addresses, and internationalised ones (accented, Cyrillic,
+        -- Greek or CJK local part and domain); a CJK local part must start
+        -- after a space, a colon or the start of the text.
         (140, 'email', 'secret', 'email',
-         '[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}',
+         '([A-Za-z0-9._%+\u00C0-\u024F\u0370-\u03FF\u0400-\u04FF-]+|(?<![^\s:：(])[\u4e00-\u9fff]{1,8})'
+         || '@[A-Za-z0-9\u00C0-\u024F\u0370-\u03FF\u0400-\u04FF\u4e00-\u9fff-]+(\.[A-Za-z0-9\u00C0-\u024F\u0370-\u03FF\u0400-\u04FF\u4e00-\u9fff-]+)*'
+         || '\.[A-Za-z\u00C0-\u024F\u0400-\u04FF\u4e00-\u9fff]{2,}',
          '[REDACTED:email]', 'gi', false),
         -- Resident identity card of the PRC: 6-digit region, birth date
-        -- 18xx-20xx, 3-digit sequence, check digit or X.
+        -- 18xx-20xx, 3-digit sequence, check digit or X; spaced or dashed;
+        -- the 15-digit first-generation form (yymmdd); 4-4-4-4-2 groups.
         (150, 'cn_id_card', 'secret', 'id_card',
-         '(?<![0-9A-Za-z])[1-9][0-9]{5}(18|19|20)[0-9]{2}(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])[0-9]{3}[0-9Xx]'
-         || '(?![0-9A-Za-z])',
+         '(?<![0-9A-Za-z])[1-9][0-9]{5}[ .-]?(18|19|20)[0-9]{2}[ .-]?(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])[ .-]?[0-9]{3}[0-9Xx](?![0-9A-Za-z])'
+         || '|(?<![0-9A-Za-z])[1-9][0-9]{5}[ .-]?[0-9]{2}(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])[ .-]?[0-9]{3}(?![0-9A-Za-z])'
+         || '|(?<![0-9A-Za-z])[1-9][0-9]{3}([ .-][0-9]{4}){3}[ .-][0-9][0-9Xx](?![0-9A-Za-z])',
          '[REDACTED:id_card]', 'g', false),
-        -- Mainland mobile 1[3-9]x xxxx xxxx (optionally +86/0086, spaced or
-        -- dashed); international numbers with a leading +; North American
-        -- numbers with separators, (415) 555-2671; Chinese landlines with an
-        -- area code, 010-12345678. Bare digit runs without + or separators
-        -- are not phones.
+        -- US social security numbers: AAA-GG-SSSS (not 000, 666, 9xx), or
+        -- any 9 digits after an SSN label.
+        (152, 'ssn', 'secret', 'ssn',
+         '(((?<![a-z])(ssn|social\s*security(\s*(number|no\.?|#))?)\s*(is|:|：|=|#)?\s*)[0-9]{3}[ .-]?[0-9]{2}[ .-]?[0-9]{4}(?![0-9]))'
+         || '|(?<![0-9-])(?!000|666|9[0-9]{2})[0-9]{3}-(?!00)[0-9]{2}-(?!0000)[0-9]{4}(?![0-9-])',
+         '[REDACTED:ssn]', 'gi', false),
+        (155, 'passport', 'secret', 'passport',
+         '((?<![a-z])passport(\s*(number|no\.?|#|num))?|护照(号码|号)?|護照(號碼|號)?)\s*(is|:|：|=|是|为)?\s*'
+         || '[A-Za-z]{0,2}\s?[0-9]{4}\s?[0-9]{2,5}(?![0-9])',
+         '[REDACTED:passport]', 'gi', false),
+        -- Mainland mobile 1[3-9]x xxxx xxxx (optionally +86/0086/(+86),
+        -- spaced, dotted or dashed); international numbers with a leading +
+        -- or 00; North American numbers with separators, (415) 555-2671;
+        -- landlines with an area code, 010-12345678, (021) 6123 4567;
+        -- Taiwanese mobiles 09xx-xxx-xxx; and any 7+ digit number after a
+        -- phone label. Bare digit runs without a label, + or separators are
+        -- not phones.
         (160, 'phone', 'secret', 'phone',
-         '(?<![0-9])((\+|00)86[ -]?)?1[3-9][0-9]([ -]?[0-9]{4}){2}(?![0-9])'
-         || '|(?<![0-9A-Za-z+])\+[1-9][0-9]{0,2}[ .-]?(\(?[0-9]{1,4}\)?[ .-]?){1,4}[0-9]{2,4}(?![0-9])'
+         '(?<![0-9])((\+|00)?86[ .-]?|\(\+?86\)[ .-]?)?1[3-9][0-9]([ .-]?[0-9]{4}){2}(?![0-9])'
+         || '|(?<![0-9A-Za-z+])(\+|00)[1-9][0-9]{0,2}[ .-]?(\(?[0-9]{1,4}\)?[ .-]?){1,4}[0-9]{2,5}(?![0-9])'
          || '|(?<![0-9])(\([2-9][0-9]{2}\) ?|[2-9][0-9]{2}[.-])[0-9]{3}[.-][0-9]{4}(?![0-9])'
-         || '|(?<![0-9])0[1-9][0-9]{1,2}-[0-9]{7,8}(?![0-9])',
+         || '|(?<![0-9])(\(0[1-9][0-9]{1,2}\)|0[1-9][0-9]{1,2})[ -]?[0-9]{3,4}[ -]?[0-9]{4}(?![0-9])'
+         || '|(?<![0-9])09[0-9]{2}[ -]?[0-9]{3}[ -]?[0-9]{3}(?![0-9])',
          '[REDACTED:phone]', 'g', false),
+        (161, 'labelled_phone', 'secret', 'phone',
+         '(((?<![a-z])(phone|tel|telephone|mobile|cell|call\s*me(\s*(at|on))?|text\s*me(\s*(at|on))?|whatsapp|my\s*number\s*is|phone\s*number)'
+         || '|电话|手机号?码?|联系方式|座机|号码)\s*(is|:|：|是|为)?\s*)\+?[0-9(][0-9 ().-]{5,}[0-9](?![0-9])',
+         '\1[REDACTED:phone]', 'gi', false),
         (170, 'labelled_card', 'secret', 'bank_card',
-         '(((?<![a-z])card\s*(number|no\.?|num|#)?|卡号|银行卡号?|信用卡号?|储蓄卡号?|借记卡号?)\s*(is|:|：|是|为)?\s*)'
-         || '[0-9]([ -]?[0-9]){12,18}(?![0-9])',
+         '(((?<![a-z])(card|visa|mastercard|amex)\s*(number|no\.?|num|#)?|卡号|[银信储借工资]{0,2}[行用蓄记]?卡号?)\s*(is|:|：|是|为)?\s*)'
+         || '[0-9]([ .-]?[0-9]){12,18}(?![0-9])',
          '\1[REDACTED:bank_card]', 'gi', false),
-        -- 13-19 digits, plain or in groups of four; replaced only if
-        -- Luhn-valid (capture group 1 is the number).
+        -- 13-19 digits, plain or in groups of four (spaces, dashes or dots)
+        -- or Amex 4-6-5; replaced only if Luhn-valid (capture group 1).
         (171, 'bank_card', 'secret', 'bank_card',
-         '(?<![0-9])([0-9]{13,19}|[0-9]{4}([ -][0-9]{4}){2,3}([ -][0-9]{1,3})?)(?![0-9])',
-         '[REDACTED:bank_card]', 'g', true)
+         '(?<![0-9])([0-9]{13,19}|[0-9]{4}([ .-][0-9]{4}){2,3}([ .-][0-9]{1,3})?|[0-9]{4}[ .-][0-9]{6}[ .-][0-9]{5})(?![0-9])',
+         '[REDACTED:bank_card]', 'g', true),
+        -- Street addresses: "221B Baker Street", "1600 Pennsylvania Avenue NW";
+        -- "建国路88号", "世纪大道100号2栋301室", "…小区3栋".
+        (180, 'address', 'secret', 'address',
+         '(?<![0-9A-Za-z])[0-9]{1,5}[A-Za-z]?(\s+[A-Z][a-z]+\.?){1,3}\s+(Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln'
+         || '|Drive|Dr|Way|Court|Ct|Place|Pl|Terrace|Parkway|Pkwy|Highway|Hwy|Loop|Square|Sq|Close|Crescent)\.?(\s+(NW|NE|SW|SE|N|S|E|W))?(?![A-Za-z])'
+         || '|[\u4e00-\u9fff]{1,4}(路|街|大道|大街|巷|弄|胡同|道)([东西南北中]?段)?[0-9]{1,5}(号|號|弄)([0-9]{1,5}(号|號))?([0-9A-Za-z]{1,5}(栋|幢|座|号楼|单元|层|楼|室))*'
+         || '|[\u4e00-\u9fff]{2,8}(小区|花园|公寓|大厦|园区|南区|北区|新村|苑)[0-9]{1,4}(栋|幢|号楼|座)([0-9]{1,5}(室|号))?',
+         '[REDACTED:address]', 'g', false)
     ) as r(rule_order, rule, category, kind, pattern, replacement, flags, luhn)
     order by r.rule_order;
 end
 $$;
 
 comment on function pgmem.safety_rules() is
-    'The safety rules of the write path, in the order they apply: injection phrases (text matching one is not stored) and secret/personal-data patterns (redacted to [REDACTED:<kind>]). Used by pgmem.detect_injection and pgmem.redact.';
+    'The safety rules of the write path, in the order they apply: folds (invisible characters, full-width forms, look-alikes), injection phrasings (text matching one is not stored) and secret/personal-data patterns (redacted to [REDACTED:<kind>]). Used by pgmem.detect_injection, pgmem.redact and, exported, by the Python pre-filter.';
 
-create or replace function pgmem._safety_fold(p_text text)
+create or replace function pgmem._safety_fold(p_text text, p_patterns text[], p_replacements text[], p_flags text[])
+returns text
+language plpgsql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_text text := p_text;
+    v_i integer;
+begin
+    for v_i in 1 .. coalesce(pg_catalog.cardinality(p_patterns), 0) loop
+        if p_flags[v_i] = 'translate' then
+            v_text := pg_catalog.translate(v_text, p_patterns[v_i], p_replacements[v_i]);
+        else
+            v_text := pg_catalog.regexp_replace(v_text, p_patterns[v_i], p_replacements[v_i], p_flags[v_i]);
+        end if;
+    end loop;
+    return v_text;
+end
+$$;
+
+comment on function pgmem._safety_fold(text, text[], text[], text[]) is
+    'Applies fold steps of pgmem.safety_rules (character maps or regexp replacements) in order (internal).';
+
+create or replace function pgmem._safety_clean(p_text text)
 returns text
 language sql
 immutable strict parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- NFKC turns full-width and other look-alike forms into plain ones
-    -- ("ｉｇｎｏｒｅ" → "ignore"); zero-width characters and soft hyphens are
-    -- a common way to split a phrase so that it no longer matches.
-    select pg_catalog.regexp_replace(pg_catalog.normalize(p_text, 'NFKC'),
-                                     '[\u00AD\u180E\u200B-\u200F\u2060-\u2064\uFEFF]', '', 'g')
+    -- The text as it is stored: invisible characters removed, full-width
+    -- forms and exotic spaces folded (the 'stored' folds).
+    select pgmem._safety_fold(p_text, f.patterns, f.replacements, f.flags)
+    from (select pg_catalog.array_agg(r.pattern order by r.rule_order) as patterns,
+                 pg_catalog.array_agg(r.replacement order by r.rule_order) as replacements,
+                 pg_catalog.array_agg(r.flags order by r.rule_order) as flags
+          from pgmem.safety_rules() as r
+          where r.category = 'fold' and r.kind = 'stored') as f
 $$;
 
-comment on function pgmem._safety_fold(text) is
-    'Text as injection detection sees it: NFKC-normalized, zero-width characters removed (internal).';
+comment on function pgmem._safety_clean(text) is
+    'Text as pgmem stores it: invisible characters removed, full-width forms and exotic spaces folded to ASCII (internal).';
 
 create or replace function pgmem._detect_injection_many(p_contents text[])
 returns table(item integer, rule text)
@@ -194,33 +385,75 @@ set search_path = pg_catalog, pg_temp
 as $$
 -- A batch reads the rules once; each item then costs only the regular
 -- expressions (no query per item). item = position in p_contents.
+-- Views of one text, each matched against every rule: the folded text,
+-- its loose view, and the same two for the decoded text of every base64
+-- run (16+ characters) that decodes to UTF-8.
 declare
     v_prefilter text;
     v_rules text[];
     v_patterns text[];
-    v_n integer;
+    v_stored_p text[]; v_stored_r text[]; v_stored_f text[];
+    v_inj_p text[]; v_inj_r text[]; v_inj_f text[];
+    v_loose_p text[]; v_loose_r text[]; v_loose_f text[];
     v_text text;
+    v_views text[];
+    v_sources text[];
+    v_source text;
+    v_run text;
+    v_decoded text;
+    v_view text;
     v_r integer;
 begin
-    select pg_catalog.min(r.pattern) filter (where r.category = 'prefilter'),
+    select pg_catalog.min(r.pattern) filter (where r.category = 'prefilter' and r.kind = 'injection'),
            pg_catalog.array_agg(r.rule order by r.rule_order) filter (where r.category = 'injection'),
-           pg_catalog.array_agg(r.pattern order by r.rule_order) filter (where r.category = 'injection')
-    into v_prefilter, v_rules, v_patterns
+           pg_catalog.array_agg(r.pattern order by r.rule_order) filter (where r.category = 'injection'),
+           pg_catalog.array_agg(r.pattern order by r.rule_order) filter (where r.category = 'fold' and r.kind = 'stored'),
+           pg_catalog.array_agg(r.replacement order by r.rule_order) filter (where r.category = 'fold' and r.kind = 'stored'),
+           pg_catalog.array_agg(r.flags order by r.rule_order) filter (where r.category = 'fold' and r.kind = 'stored'),
+           pg_catalog.array_agg(r.pattern order by r.rule_order) filter (where r.category = 'fold' and r.kind = 'injection'),
+           pg_catalog.array_agg(r.replacement order by r.rule_order) filter (where r.category = 'fold' and r.kind = 'injection'),
+           pg_catalog.array_agg(r.flags order by r.rule_order) filter (where r.category = 'fold' and r.kind = 'injection'),
+           pg_catalog.array_agg(r.pattern order by r.rule_order) filter (where r.category = 'fold' and r.kind = 'loose'),
+           pg_catalog.array_agg(r.replacement order by r.rule_order) filter (where r.category = 'fold' and r.kind = 'loose'),
+           pg_catalog.array_agg(r.flags order by r.rule_order) filter (where r.category = 'fold' and r.kind = 'loose')
+    into v_prefilter, v_rules, v_patterns, v_stored_p, v_stored_r, v_stored_f,
+         v_inj_p, v_inj_r, v_inj_f, v_loose_p, v_loose_r, v_loose_f
     from pgmem.safety_rules() as r
-    where r.category = 'injection' or (r.category = 'prefilter' and r.kind = 'injection');
-    v_n := pg_catalog.cardinality(v_patterns);
+    where r.category in ('injection', 'fold') or (r.category = 'prefilter' and r.kind = 'injection');
     item := 0;
     foreach v_text in array coalesce(p_contents, '{}') loop
         item := item + 1;
         continue when v_text is null;
-        v_text := pgmem._safety_fold(v_text);
-        continue when v_text OPERATOR(pg_catalog.!~*) v_prefilter;
-        for v_r in 1 .. v_n loop
-            if v_text OPERATOR(pg_catalog.~*) v_patterns[v_r] then
-                rule := v_rules[v_r];
-                return next;
-                exit;
-            end if;
+        v_text := pgmem._safety_fold(v_text, v_stored_p, v_stored_r, v_stored_f);
+        v_sources := array[v_text];
+        for v_run in
+            select m.m[1] from pg_catalog.regexp_matches(v_text, '(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{16,})=*', 'g') as m(m)
+        loop
+            continue when pg_catalog.length(v_run) % 4 = 1;
+            begin
+                v_decoded := pg_catalog.convert_from(
+                    pg_catalog.decode(v_run || pg_catalog.repeat('=', (4 - pg_catalog.length(v_run) % 4) % 4), 'base64'),
+                    'UTF8');
+                v_sources := v_sources || pgmem._safety_fold(v_decoded, v_stored_p, v_stored_r, v_stored_f);
+            exception when others then
+                null;  -- not base64 of UTF-8 text: nothing hidden in it
+            end;
+        end loop;
+        v_views := '{}';
+        foreach v_source in array v_sources loop
+            v_view := pgmem._safety_fold(pg_catalog.normalize(v_source, 'NFKC'), v_inj_p, v_inj_r, v_inj_f);
+            v_views := v_views || v_view || pgmem._safety_fold(v_view, v_loose_p, v_loose_r, v_loose_f);
+        end loop;
+        v_views := array(select v from pg_catalog.unnest(v_views) as v where v OPERATOR(pg_catalog.~*) v_prefilter);
+        <<rules>>
+        for v_r in 1 .. pg_catalog.cardinality(v_patterns) loop
+            foreach v_view in array v_views loop
+                if v_view OPERATOR(pg_catalog.~*) v_patterns[v_r] then
+                    rule := v_rules[v_r];
+                    return next;
+                    exit rules;
+                end if;
+            end loop;
         end loop;
     end loop;
 end
@@ -305,6 +538,9 @@ declare
     v_replacements text[];
     v_flags text[];
     v_luhn boolean[];
+    v_fold_patterns text[];
+    v_fold_replacements text[];
+    v_fold_flags text[];
     v_n integer;
     v_new text;
     v_r integer;
@@ -318,11 +554,20 @@ begin
     into v_prefilter, v_kinds, v_patterns, v_replacements, v_flags, v_luhn
     from pgmem.safety_rules() as r
     where r.category = 'secret' or (r.category = 'prefilter' and r.kind = 'secret');
+    select pg_catalog.array_agg(r.pattern order by r.rule_order),
+           pg_catalog.array_agg(r.replacement order by r.rule_order),
+           pg_catalog.array_agg(r.flags order by r.rule_order)
+    into v_fold_patterns, v_fold_replacements, v_fold_flags
+    from pgmem.safety_rules() as r
+    where r.category = 'fold' and r.kind = 'stored';
     v_n := pg_catalog.cardinality(v_patterns);
     item := 0;
     foreach content in array coalesce(p_contents, '{}') loop
         item := item + 1;
         kinds := '{}';
+        -- What is stored is the folded text: a secret split by a zero-width
+        -- character or written in full-width digits is one secret.
+        content := pgmem._safety_fold(content, v_fold_patterns, v_fold_replacements, v_fold_flags);
         if content OPERATOR(pg_catalog.~*) v_prefilter then
             for v_r in 1 .. v_n loop
                 if not v_luhn[v_r] then
@@ -392,4 +637,4 @@ end
 $$;
 
 comment on function pgmem.redact(text) is
-    'The text with secrets and personal data replaced by [REDACTED:<kind>] (kinds: phone, email, id_card, bank_card, password, api_key, token, private_key; rules in pgmem.safety_rules). pgmem.remember applies it before storing.';
+    'The text with secrets and personal data replaced by [REDACTED:<kind>] (kinds: phone, email, id_card, ssn, passport, bank_card, password, pin, api_key, token, private_key, address; rules in pgmem.safety_rules). pgmem.remember applies it before storing.';

@@ -10,7 +10,9 @@
 --   PM014  p_importance is outside 0..1
 --   PM015  p_embedding has the wrong number of dimensions (settings.embedding_dims)
 --   PM016  p_embedding holds NaN, an infinite or a NULL element
---   PM017  p_embedding is the zero vector (cosine similarity is undefined)
+--   PM017  p_embedding is the zero vector or degenerate: its norm is outside
+--          [1e-15, 1e15], where pgvector's single-precision cosine under- or
+--          overflows to NaN (a subnormal vector, components near 3e38)
 --   PM018  the triple is incomplete: give subject, predicate and object, or none
 --   PM019  p_source is not rule, llm, manual, sql or import
 --   PM020  p_metadata is not a JSON object
@@ -34,12 +36,12 @@ as $$
     -- hold NaN, so the caller would get pgvector's cast error, not PM016.
     select case when pg_catalog.array_ndims(p_embedding) = 1 then pg_catalog.cardinality(p_embedding) else -1 end,
            pg_catalog.count(*) filter (where x.v is null or x.v in ('NaN', 'Infinity', '-Infinity')) = 0,
-           pg_catalog.sum(x.v::double precision * x.v::double precision)
+           pg_catalog.sqrt(pg_catalog.sum(x.v::double precision * x.v::double precision))
     from pg_catalog.unnest(p_embedding) as x(v)
 $$;
 
 comment on function pgmem._embedding_stats(real[]) is
-    'Dimensions (-1 for a nested array), whether every element is finite, and the squared norm of an embedding (internal; see pgmem._check_embedding_stats).';
+    'Dimensions (-1 for a nested array), whether every element is finite, and the Euclidean norm of an embedding (internal; see pgmem._check_embedding_stats).';
 
 create or replace function pgmem._check_embedding_stats(
     p_settings pgmem.settings,
@@ -71,16 +73,24 @@ begin
         raise exception '%embedding holds NaN, an infinite value or a NULL', p_arg
             using errcode = 'PM016', hint = 'Every element must be a finite number; check the embedding model''s output.';
     end if;
+    -- pgvector sums squares in single precision: below a norm of 1e-15 they
+    -- underflow (a subnormal vector has norm 0 there), above 1e15 they
+    -- overflow, and cosine similarity becomes NaN, which would compare as
+    -- greater than every threshold. Real embeddings have norms near 1.
     if p_norm = 0 then
         raise exception '%embedding is the zero vector', p_arg
             using errcode = 'PM017',
                   hint = 'A zero vector has no direction for cosine similarity; pass NULL to store text only.';
+    elsif p_norm not between 1e-15 and 1e15 then
+        raise exception '%embedding is degenerate: its norm % is outside [1e-15, 1e15]', p_arg, p_norm
+            using errcode = 'PM017',
+                  hint = 'Cosine similarity of such a vector is undefined in single precision; normalize it or pass NULL.';
     end if;
 end
 $$;
 
 comment on function pgmem._check_embedding_stats(pgmem.settings, text, integer, boolean, double precision) is
-    'Raises PM015 (dimension), PM016 (NaN, infinite or NULL element) or PM017 (zero vector) for an embedding measured by pgmem._embedding_stats or set-based (internal).';
+    'Raises PM015 (dimension), PM016 (NaN, infinite or NULL element) or PM017 (zero or degenerate vector, norm outside [1e-15, 1e15]) for an embedding measured by pgmem._embedding_stats or set-based (internal).';
 
 create or replace function pgmem._check_embedding(p_settings pgmem.settings, p_embedding real[])
 returns void
@@ -127,7 +137,9 @@ begin
             using errcode = 'PM010',
                   hint = 'The subject is whom the memory is about, usually the user id.';
     end if;
-    if p_content is null or pg_catalog.btrim(p_content, E' \t\n\r\f\x0b\u00a0\u3000') = '' then
+    -- Folded as stored first: no-break, ideographic and other exotic spaces
+    -- become spaces and zero-width characters vanish (05_safety.sql).
+    if p_content is null or pg_catalog.btrim(pgmem._safety_clean(p_content), E' \t\n\r\f\x0b\u0085') = '' then
         raise exception '%content is empty', v_arg
             using errcode = 'PM011', hint = 'Pass the fact as text, e.g. ''User prefers dark mode''.';
     end if;

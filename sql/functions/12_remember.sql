@@ -234,6 +234,11 @@ begin
               offset 0) as d
         order by d.distance, d.memory_id
         limit 1;
+        -- NaN (a degenerate stored vector) compares greater than any number
+        -- in SQL: it is no match, never a duplicate.
+        if v_sim = 'NaN'::real then
+            v_sim := null;
+        end if;
         action := pgmem._write_action(p_settings, false, null, v_sim);
         if action = 'deduplicated' then
             similarity := v_sim;
@@ -315,7 +320,7 @@ begin
                                               'similarity', similarity),
                 p_now, p_now);
         -- Wakes the worker at commit, like pgmem.enqueue.
-        perform pg_catalog.pg_notify('pgmem_inbox', p_tenant);
+        perform pg_catalog.pg_notify('pgmem_inbox', '');  -- no tenant: any role may LISTEN
     end if;
     return next;
 end

@@ -237,6 +237,8 @@ begin
           join pg_temp._pgmem_batch as x
             on x.subject = s.subject and x.rejected_rule is null and x.embedding is not null
            and (1 - (m.embedding OPERATOR(public.<=>) x.embedding))::real >= v_settings.merge_threshold
+           -- NaN (a degenerate stored vector) passes >=: it is no match.
+           and (m.embedding OPERATOR(public.<=>) x.embedding) <> 'NaN'::double precision
           order by x.item, m.embedding OPERATOR(public.<=>) x.embedding, m.memory_id) as n
     where n.item = b.item;
 
@@ -252,6 +254,7 @@ begin
                           and o.embedding is not null
                           and (1 - (o.embedding OPERATOR(public.<=>) n.embedding))::real
                               >= v_settings.merge_threshold
+                          and (o.embedding OPERATOR(public.<=>) n.embedding) <> 'NaN'::double precision
                          where n.rejected_rule is null and n.embedding is not null)
            -- its triple key is active already: reinforce or supersede
            or (b.triple_predicate is not null
@@ -353,7 +356,7 @@ begin
     where b.action = 'merge_pending'
     order by b.item;
     if found then
-        perform pg_catalog.pg_notify('pgmem_inbox', v_tenant);
+        perform pg_catalog.pg_notify('pgmem_inbox', '');  -- no tenant: any role may LISTEN
     end if;
 
     -- Items that meet the batch, one by one in item order.

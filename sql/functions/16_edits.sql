@@ -289,7 +289,8 @@ begin
     -- Every row about the subject hangs off its subjects row (foreign keys
     -- ON DELETE CASCADE): memories, their links in both directions, events
     -- and inbox jobs go with it, whatever the app role may delete itself.
-    delete from pgmem.subjects as s where s.tenant_id = v_tenant and s.subject = p_subject;
+    -- With the owner's rights: app roles hold no DELETE privilege (71_owner_writes.sql).
+    perform pgmem._delete_subject(v_tenant, p_subject);
     -- The tombstone names neither the subject nor any content: only that an
     -- erasure happened, when, by whom and how much it removed.
     insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)

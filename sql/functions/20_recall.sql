@@ -150,6 +150,13 @@ begin
     order by s.tenant_id = '_default'
     limit 1;
 
+    -- A query vector is checked like a stored one (PM015 size, PM017 zero or
+    -- degenerate); a vector cannot hold NaN, pgvector refuses it on input.
+    if p_embedding is not null then
+        perform pgmem._check_embedding_stats(v_settings, 'p_', public.vector_dims(p_embedding), true,
+                                             public.vector_norm(p_embedding));
+    end if;
+
     v_statuses := case when v_at < v_now then array['active', 'superseded'] else array['active'] end;
     if pg_catalog.btrim(coalesce(p_query, '')) <> '' then
         v_lexemes := pg_catalog.tsvector_to_array(pgmem._tsv(p_query));

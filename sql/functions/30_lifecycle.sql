@@ -308,51 +308,15 @@ as $$
 declare
     v_tenant text := pgmem._maintenance_scope(p_tenant);
 begin
-    -- The grace period runs from status_changed_at: until then an archived
-    -- or deleted memory can still be restored or inspected. Links go with
-    -- the memory (foreign keys cascade); its history stays, plus a purge
-    -- event that keeps no content.
-    with due as (
-        select m.tenant_id, m.memory_id, m.subject, m.status, m.kind, m.status_changed_at
-        from pgmem.memories as m
-        join pgmem.settings as s on s.tenant_id = m.tenant_id
-        where m.status in ('archived', 'deleted')
-          and m.status_changed_at < p_now - s.purge_grace
-          and (v_tenant is null or m.tenant_id = v_tenant)
-        for update of m skip locked
-    ),
-    purged as (
-        delete from pgmem.memories as m
-        using due as d
-        where m.tenant_id = d.tenant_id and m.memory_id = d.memory_id
-        returning d.*
-    ),
-    logged as (
-        insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
-        select p.tenant_id, p.memory_id, p.subject, 'purge',
-               pg_catalog.jsonb_build_object('from', p.status, 'kind', p.kind,
-                                             'status_changed_at', p.status_changed_at),
-               p_now
-        from purged as p
-    )
-    select pg_catalog.count(*) into memories from purged;
-
-    -- Finished inbox rows keep the worker's result for the same grace.
-    with done as (
-        delete from pgmem.inbox as i
-        using pgmem.settings as s
-        where s.tenant_id = i.tenant_id
-          and i.status = 'done'
-          and coalesce(i.finished_at, i.created_at) < p_now - s.purge_grace
-          and (v_tenant is null or i.tenant_id = v_tenant)
-        returning 1
-    )
-    select pg_catalog.count(*) into inbox from done;
+    -- The deletes run with the owner's rights (71_owner_writes.sql): app
+    -- roles hold no DELETE privilege, and scrubbing history needs UPDATE on
+    -- memory_events, which is append-only for them.
+    select r.memories, r.inbox into memories, inbox from pgmem._purge_rows(v_tenant, p_now) as r;
 end
 $$;
 
 comment on function pgmem.purge(timestamptz, text) is
-    'Hard-deletes archived and deleted memories whose status changed more than the tenant''s purge_grace (default 7 days) before p_now, logging a content-free purge event each, and finished (done) inbox rows older than the grace. Returns both counts.';
+    'Hard-deletes archived and deleted memories whose status changed more than the tenant''s purge_grace (default 7 days) before p_now, scrubbing the content from their events and logging a content-free purge event each; deletes finished (done) inbox rows older than the grace and failed ones older than settings.failed_retention (30 days). Returns both counts.';
 
 create or replace function pgmem.restore(p_memory_id bigint, p_now timestamptz default pg_catalog.now())
 returns pgmem.memories

@@ -4,10 +4,12 @@
 -- scheduler) calls. It
 --   * returns at once on a replica (pg_is_in_recovery()), so the same cron
 --     setup is safe on every node; nothing is recorded there (read-only);
---   * takes a transaction-level try-advisory-lock per job and, when another
---     session holds it, records a 'skipped' run naming the holder instead
---     of waiting or running twice (any role can take an advisory lock, so
---     the name is there for an operator to see who blocks the job);
+--   * locks the job's row in pgmem._job_locks (FOR UPDATE SKIP LOCKED) and,
+--     when another session holds it, records a 'skipped' run naming the
+--     holder instead of waiting or running twice. Only the owner can touch
+--     that table, so no tenant can switch maintenance off (an advisory key,
+--     as before, could be held by any role). A job skipped three times in a
+--     row or more says so in its message and raises a WARNING;
 --   * runs the set-based function of 30_lifecycle.sql over every tenant and
 --     records counts and duration in pgmem.job_runs ('ok', or 'failed' with
 --     the error: a failing job is recorded, not lost with a rollback).
@@ -35,18 +37,9 @@ $$;
 comment on function pgmem._job_names() is
     'The maintenance jobs pgmem.run_job knows, in the order pgmem.maintain runs them: archive, decay, capacity, purge (internal).';
 
-create or replace function pgmem._job_lock_key(p_job text)
-returns bigint
-language sql
-immutable parallel safe strict
-security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-    select pg_catalog.hashtextextended('pgmem.job.' || p_job, 0)
-$$;
-
-comment on function pgmem._job_lock_key(text) is
-    'Advisory lock key of a maintenance job (per database, since advisory locks are): pg_try_advisory_xact_lock(pgmem._job_lock_key(''decay'')) (internal).';
+-- Replaced by a row lock in pgmem._job_locks (issue 8): anyone can compute
+-- and hold an advisory key, and holding it switched maintenance off.
+drop function if exists pgmem._job_lock_key(text);
 
 create or replace function pgmem._job_lock_holder(p_job text)
 returns text
@@ -55,23 +48,23 @@ volatile
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- A bigint advisory key shows in pg_locks as classid = high 32 bits,
-    -- objid = low 32 bits, objsubid = 1.
+    -- A session that locked a job row holds ROW SHARE on pgmem._job_locks
+    -- for its transaction; only the owner's sessions can (no one else has
+    -- any privilege on the table). p_job names the job for the message.
     -- xact_start is hidden from non-superusers for other roles' sessions.
     select pg_catalog.format('pid %s (role %s%s)', l.pid, a.usename,
                              ', since ' || a.xact_start::text)
     from pg_catalog.pg_locks as l
     left join pg_catalog.pg_stat_activity as a on a.pid = l.pid
-    where l.locktype = 'advisory' and l.granted and l.objsubid = 1
-      and l.database = (select d.oid from pg_catalog.pg_database as d where d.datname = pg_catalog.current_database())
-      and l.classid::bigint = (pgmem._job_lock_key(p_job) >> 32) & 4294967295
-      and l.objid::bigint = pgmem._job_lock_key(p_job) & 4294967295
+    where l.locktype = 'relation' and l.granted and l.mode = 'RowShareLock'
+      and l.relation = 'pgmem._job_locks'::regclass
       and l.pid <> pg_catalog.pg_backend_pid()
+      and p_job is not null
     limit 1
 $$;
 
 comment on function pgmem._job_lock_holder(text) is
-    'Which session holds a maintenance job''s advisory lock, for the message of a skipped run (internal).';
+    'Which session holds a maintenance job''s row in pgmem._job_locks, for the message of a skipped run (internal).';
 
 create or replace function pgmem.run_job(
     p_job text,
@@ -96,6 +89,7 @@ declare
     v_counts jsonb := '{}';
     v_message text;
     v_state text;
+    v_skips bigint;
     v_run pgmem.job_runs;
 begin
     if p_job is null or not p_job = any (pgmem._job_names()) then
@@ -114,10 +108,21 @@ begin
         return v_run;
     end if;
 
-    if not pg_catalog.pg_try_advisory_xact_lock(pgmem._job_lock_key(p_job)) then
+    perform from pgmem._job_locks as l where l.job = p_job for update skip locked;
+    if not found then
         v_status := 'skipped';
         v_message := 'another session is running this job: '
                      || coalesce(pgmem._job_lock_holder(p_job), 'holder gone');
+        -- Skips in a row since the last run that was not one: an operator
+        -- must see maintenance that stopped, not a quiet list of skips.
+        v_skips := 1 + (select pg_catalog.count(*) from pgmem.job_runs as j
+                        where j.job = p_job and j.status = 'skipped'
+                          and j.started_at > coalesce((select pg_catalog.max(o.started_at) from pgmem.job_runs as o
+                                                       where o.job = p_job and o.status <> 'skipped'), '-infinity'));
+        if v_skips >= 3 then
+            v_message := v_message || pg_catalog.format(' (skipped %s times in a row)', v_skips);
+            raise warning 'pgmem job % skipped % times in a row: %', p_job, v_skips, v_message;
+        end if;
     else
         begin
             v_counts := case p_job
@@ -153,7 +158,30 @@ end
 $$;
 
 comment on function pgmem.run_job(text, timestamptz, text) is
-    'Runs one maintenance job (decay, archive, capacity, purge) over every tenant (or p_tenant) under a try-advisory-lock, and records it in pgmem.job_runs: ok with counts, skipped (lock held elsewhere) or failed with the error. Returns the recorded row; on a replica returns a skipped row at once and records nothing. pgmem_admin only.';
+    'Runs one maintenance job (decay, archive, capacity, purge) over every tenant (or p_tenant) under its row lock in pgmem._job_locks (skip locked), and records it in pgmem.job_runs: ok with counts, skipped (lock held elsewhere) or failed with the error. Returns the recorded row; on a replica returns a skipped row at once and records nothing. pgmem_admin only.';
+
+create or replace procedure pgmem.run_scheduled_job(p_job text)
+language plpgsql
+security invoker
+-- No SET search_path here, unlike everywhere else: a procedure with a SET
+-- clause cannot COMMIT. Every name below is schema-qualified instead.
+as $$
+declare
+    v_run pgmem.job_runs;
+begin
+    v_run := pgmem.run_job(p_job);
+    -- The recorded run must outlive the error below, which is what makes
+    -- pg_cron's cron.job_run_details say 'failed' too.
+    commit;
+    if v_run.status = 'failed' then
+        raise exception 'pgmem job % failed: %', p_job, v_run.message
+            using errcode = 'PM037', hint = 'The run is recorded in pgmem.job_runs (`pgmem jobs`).';
+    end if;
+end
+$$;
+
+comment on procedure pgmem.run_scheduled_job(text) is
+    'What pg_cron calls: pgmem.run_job(p_job), committed, then error PM037 if the run failed, so that cron.job_run_details records the failure that pgmem.job_runs records. pgmem_admin only.';
 
 create or replace function pgmem.maintain(p_now timestamptz default pg_catalog.now(), p_tenant text default null)
 returns setof pgmem.job_runs
@@ -187,7 +215,7 @@ as $$
     -- night, ten minutes apart so each sees the previous one's result.
     -- Minute-level cron syntax only: pg_cron 1.4 (Debian 12) has no seconds.
     select j.job, 'pgmem-' || j.job, j.schedule,
-           pg_catalog.format('select pgmem.run_job(%L)', j.job)
+           pg_catalog.format('call pgmem.run_scheduled_job(%L)', j.job)
     from (values (1, 'decay', p_decay), (2, 'archive', p_archive),
                  (3, 'capacity', p_capacity), (4, 'purge', p_purge)) as j (position, job, schedule)
     order by j.position

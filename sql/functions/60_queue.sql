@@ -41,6 +41,12 @@ begin
     if p_metadata is null or pg_catalog.jsonb_typeof(p_metadata) <> 'object' then
         raise exception 'p_metadata must be a JSON object' using errcode = 'PM040', hint = 'Pass ''{}'' for none.';
     end if;
+    -- The subject's own check, as PM040 rather than the table's 23502/23514.
+    if p_subject is null or pg_catalog.btrim(p_subject) = '' or pg_catalog.length(p_subject) > 256 then
+        raise exception 'p_subject must be 1 to 256 characters, not %',
+                        coalesce(pg_catalog.length(p_subject)::text || ' characters', 'NULL')
+            using errcode = 'PM040', hint = 'Pass the user or entity the turn is about, e.g. ''alice''.';
+    end if;
     insert into pgmem.subjects (tenant_id, subject) values (v_tenant, p_subject)
     on conflict do nothing;
     insert into pgmem.inbox (tenant_id, job, subject, session_id, agent_id, payload)
@@ -48,7 +54,9 @@ begin
             pg_catalog.jsonb_build_object('messages', v_messages, 'metadata', p_metadata,
                                           'occurred_at', p_occurred_at))
     returning inbox_id into v_id;
-    perform pg_catalog.pg_notify('pgmem_inbox', v_tenant);
+    -- No payload: every role may LISTEN, so naming the tenant would tell
+    -- any tenant when another one enqueues.
+    perform pg_catalog.pg_notify('pgmem_inbox', '');
     return v_id;
 end
 $$;

@@ -17,7 +17,6 @@ revoke execute on function
     pgmem.drop_tenant(text),
     pgmem.tenant_summary(),
     pgmem._job_names(),
-    pgmem._job_lock_key(text),
     pgmem._job_lock_holder(text),
     pgmem._require_cron(text),
     -- security definer: bypasses RLS to cover every tenant.
@@ -47,3 +46,5 @@ to pgmem_readonly;
 -- operators and DBAs, not for applications.
 revoke execute on function pgmem.doctor(text, integer, interval) from pgmem_app;
 grant execute on function pgmem.doctor(text, integer, interval) to pgmem_readonly;
+-- Procedures are outside "all functions": PUBLIC keeps EXECUTE unless revoked.
+revoke all on procedure pgmem.run_scheduled_job(text) from public;

@@ -1,0 +1,172 @@
+-- Guards of the trust boundary: row triggers on the tenant tables (created
+-- by alembic revision 0002) that hold whoever writes, through the pgmem
+-- functions or straight into the tables with a tenant's login role.
+--
+-- * memories: an embedding must have a usable norm (PM017, for every
+--   writer: a degenerate stored vector would match every later fact); for
+--   app roles, content and the other free-text fields are size-checked
+--   (PM012, PM023), content carrying a prompt injection is refused (PM024)
+--   and content, triple object, session, agent and metadata strings are
+--   redacted with the same rules as pgmem.remember (pgmem.safety_rules()).
+-- * memory_events: an app role cannot forge history: actor is the role that
+--   writes, and the content columns are redacted.
+-- * inbox: an app role's payloads are size-checked (PM040) and redacted when
+--   written, so raw turns with secrets never rest in the queue.
+-- Roles that bypass row-level security (pgmem_admin: migrations and
+-- maintenance) are trusted with everything but the embedding check.
+--
+-- Limits, by field: session_id and agent_id 256 characters (as subjects),
+-- triple parts 1024, metadata 16 KB of JSON, inbox payload 256 KB (16 turns
+-- of the default 16 KB max_content_bytes).
+
+create or replace function pgmem._redact_jsonb(p_value jsonb)
+returns jsonb
+language plpgsql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- Every string leaf redacted (pgmem.redact); keys, numbers and shape stay.
+    return case pg_catalog.jsonb_typeof(p_value)
+        when 'string' then pg_catalog.to_jsonb(pgmem.redact(p_value #>> '{}'))
+        when 'object' then coalesce((select pg_catalog.jsonb_object_agg(e.key, pgmem._redact_jsonb(e.value))
+                                     from pg_catalog.jsonb_each(p_value) as e), '{}'::jsonb)
+        when 'array' then coalesce((select pg_catalog.jsonb_agg(pgmem._redact_jsonb(e.value) order by e.n)
+                                    from pg_catalog.jsonb_array_elements(p_value) with ordinality as e(value, n)),
+                                   '[]'::jsonb)
+        else p_value end;
+end
+$$;
+
+comment on function pgmem._redact_jsonb(jsonb) is
+    'The JSON value with every string redacted by pgmem.redact (internal; metadata and inbox payloads).';
+
+create or replace function pgmem._check_field_length(p_field text, p_value text, p_max integer)
+returns void
+language plpgsql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if pg_catalog.length(p_value) > p_max then
+        raise exception '% is % characters long; the limit is %', p_field, pg_catalog.length(p_value), p_max
+            using errcode = 'PM023', hint = 'Identifiers and triple parts are short labels; put long text in content.';
+    end if;
+end
+$$;
+
+comment on function pgmem._check_field_length(text, text, integer) is
+    'Raises PM023 when a field is longer than its limit (internal).';
+
+create or replace function pgmem._memories_guard()
+returns trigger
+language plpgsql
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_norm double precision;
+    v_max_bytes integer;
+    v_rule text;
+begin
+    -- vector's = lives in schema public, off the pinned search_path: call it.
+    if new.embedding is not null
+       and (tg_op = 'INSERT' or old.embedding is null or not public.vector_eq(new.embedding, old.embedding)) then
+        v_norm := public.vector_norm(new.embedding);
+        -- Same bounds as pgmem._check_embedding_stats (10_input.sql).
+        if v_norm = 'NaN'::double precision or v_norm not between 1e-15 and 1e15 then
+            raise exception 'embedding of memory % is degenerate: its norm % is outside [1e-15, 1e15]',
+                            new.memory_id, v_norm
+                using errcode = 'PM017',
+                      hint = 'Cosine similarity of such a vector is undefined in single precision; normalize it or store NULL.';
+        end if;
+    end if;
+    if pgmem._bypasses_rls() then
+        return new;
+    end if;
+    if tg_op = 'INSERT' or new.content is distinct from old.content then
+        select s.max_content_bytes into v_max_bytes
+        from pgmem.settings as s
+        where s.tenant_id in (new.tenant_id, '_default')
+        order by s.tenant_id = '_default'
+        limit 1;
+        if pg_catalog.octet_length(new.content) > v_max_bytes then
+            raise exception 'content is % bytes; this tenant stores at most %', pg_catalog.octet_length(new.content), v_max_bytes
+                using errcode = 'PM012', hint = 'Split the text into facts, or raise settings.max_content_bytes.';
+        end if;
+        v_rule := pgmem.detect_injection(new.content);
+        if v_rule is not null then
+            raise exception 'content looks like a prompt injection (%): not stored', v_rule
+                using errcode = 'PM024', hint = 'Write memories through pgmem.remember, which records a rejection instead.';
+        end if;
+        new.content := pgmem.redact(new.content);
+    end if;
+    if tg_op = 'INSERT' or (new.session_id, new.agent_id, new.triple_subject, new.triple_predicate, new.triple_object, new.metadata)
+                           is distinct from (old.session_id, old.agent_id, old.triple_subject, old.triple_predicate,
+                                             old.triple_object, old.metadata) then
+        perform pgmem._check_field_length('session_id', new.session_id, 256),
+                pgmem._check_field_length('agent_id', new.agent_id, 256),
+                pgmem._check_field_length('triple_subject', new.triple_subject, 1024),
+                pgmem._check_field_length('triple_predicate', new.triple_predicate, 1024),
+                pgmem._check_field_length('triple_object', new.triple_object, 1024),
+                pgmem._check_field_length('metadata', new.metadata::text, 16384);
+        new.session_id := pgmem.redact(new.session_id);
+        new.agent_id := pgmem.redact(new.agent_id);
+        new.triple_object := pgmem.redact(new.triple_object);
+        new.metadata := pgmem._redact_jsonb(new.metadata);
+    end if;
+    return new;
+end
+$$;
+
+comment on function pgmem._memories_guard() is
+    'Row trigger on pgmem.memories: usable embedding norm (PM017) for every writer; for app roles, size limits (PM012, PM023), no prompt injection (PM024) and redaction of content, triple object, session, agent and metadata, as pgmem.remember applies them (internal).';
+
+create or replace function pgmem._memory_events_guard()
+returns trigger
+language plpgsql
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if not pgmem._bypasses_rls() then
+        -- History says who wrote it: the role itself, whatever it claims.
+        new.actor := current_user;
+        new.old_content := pgmem.redact(new.old_content);
+        new.new_content := pgmem.redact(new.new_content);
+        perform pgmem._check_field_length('details', new.details::text, 16384);
+    end if;
+    return new;
+end
+$$;
+
+comment on function pgmem._memory_events_guard() is
+    'Row trigger on pgmem.memory_events: for app roles, actor is the writing role and content columns are redacted (internal).';
+
+create or replace function pgmem._inbox_guard()
+returns trigger
+language plpgsql
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if not pgmem._bypasses_rls() and (tg_op = 'INSERT' or new.payload is distinct from old.payload) then
+        if pg_catalog.octet_length(new.payload::text) > 262144 then
+            raise exception 'inbox payload is % bytes; the limit is 262144', pg_catalog.octet_length(new.payload::text)
+                using errcode = 'PM040', hint = 'Enqueue one turn at a time; a turn is a few messages.';
+        end if;
+        perform pgmem._check_field_length('session_id', new.session_id, 256),
+                pgmem._check_field_length('agent_id', new.agent_id, 256);
+        -- Raw turns never rest unredacted in the queue.
+        new.payload := pgmem._redact_jsonb(new.payload);
+        new.session_id := pgmem.redact(new.session_id);
+        new.agent_id := pgmem.redact(new.agent_id);
+    end if;
+    return new;
+end
+$$;
+
+comment on function pgmem._inbox_guard() is
+    'Row trigger on pgmem.inbox: for app roles, payload size (PM040), field lengths (PM023) and redaction of the payload, session and agent (internal).';
