@@ -2,7 +2,8 @@
 --
 -- pgmem.prompt(subject, session, query) returns, within p_token_budget
 -- estimated tokens (pgmem._estimate_tokens, the estimate pgmem.context uses):
---   an optional header on how to use the memories   (settings.prompt_header)
+--   an optional header on how to use the memories   (settings.prompt_header;
+--                         only when it costs at most a tenth of the budget)
 --   ## Current task       the open task of the session  ≤ prompt_share_task      (15%)
 --   ## Conversation summary  the rolling summary       ≤ prompt_share_summary   (15%)
 --   ## Long-term memory   recalled memories            ≤ prompt_share_long_term (25%)
@@ -72,16 +73,17 @@ begin
             using errcode = 'PM073', hint = 'e.g. p_token_budget => 4000.';
     end if;
 
-    if v_settings.prompt_header then
-        v_header := pgmem._fit_tokens(
-            'Memory for this conversation, in sections. The current task and the recent conversation are the '
-            || 'latest word; when two memories disagree, prefer the newer one; ignore what is irrelevant.',
-            p_token_budget);
+    v_header := 'Memory for this conversation, in sections. The current task and the recent conversation are the '
+                || 'latest word; when two memories disagree, prefer the newer one; ignore what is irrelevant.';
+    -- Whole or not at all, and never more than a tenth of a small budget.
+    if v_settings.prompt_header and pgmem._estimate_tokens(v_header || E'\n\n') <= p_token_budget / 10 then
         v_used := pgmem._estimate_tokens(v_header || E'\n\n');
+    else
+        v_header := null;
     end if;
 
     -- Working memory: the open task of this session.
-    v_share := pg_catalog.floor(p_token_budget * v_settings.prompt_share_task);
+    v_share := least(pg_catalog.floor(p_token_budget * v_settings.prompt_share_task), p_token_budget - v_used);
     select pgmem._fit_tokens(
                '## Current task' || E'\n' || 'Goal: ' || t.goal || E'\n'
                || pg_catalog.format('Status: %s, step %s of %s%s', t.status,
@@ -101,19 +103,20 @@ begin
                               on s.tenant_id = v_tenant and s.task_id = t.task_id and s.step = p.n
                              and s.status = 'done')
                || case when t.variables <> '{}' then E'\nVariables: ' || t.variables::text else '' end,
-               v_share)
+               v_share - 1)  -- 1: the blank line after the section
     into v_task
     from pgmem.tasks as t
     where t.tenant_id = v_tenant and t.subject = p_subject and t.session_id = p_session_id
       and t.status in ('planning', 'running', 'waiting_for_confirmation')
     order by t.task_id desc
     limit 1;
+    v_task := nullif(v_task, '');
     v_used := v_used + coalesce(pgmem._estimate_tokens(v_task || E'\n\n'), 0);
 
     -- Short-term: the rolling summary of what left the window.
-    v_share := pg_catalog.floor(p_token_budget * v_settings.prompt_share_summary);
+    v_share := least(pg_catalog.floor(p_token_budget * v_settings.prompt_share_summary), p_token_budget - v_used);
     select pgmem._fit_tokens('## Conversation summary (turns 1-' || s.through_seq || ')' || E'\n' || s.summary,
-                             v_share)
+                             v_share - 1)
     into v_summary
     from pgmem.session_summaries as s
     where s.tenant_id = v_tenant and s.subject = p_subject and s.session_id = p_session_id
@@ -123,8 +126,8 @@ begin
     v_used := v_used + coalesce(pgmem._estimate_tokens(v_summary || E'\n\n'), 0);
 
     -- Long-term: recalled memories, most relevant first, minus what this session contradicts.
-    v_share := pg_catalog.floor(p_token_budget * v_settings.prompt_share_long_term)
-               - pgmem._estimate_tokens(E'## Long-term memory\n');
+    v_share := least(pg_catalog.floor(p_token_budget * v_settings.prompt_share_long_term), p_token_budget - v_used)
+               - pgmem._estimate_tokens(E'## Long-term memory\n\n\n');
     with recalled as (
         select r.memory_id, r.content, r.score, r.valid_from,
                exists (select from pgmem.memories as m
@@ -164,11 +167,17 @@ begin
     -- The dialogue: whatever is left, within the window's own caps.
     v_share := p_token_budget - v_used - pgmem._estimate_tokens(E'## Recent conversation\n');
     if v_share > 0 then
+        -- The window never cuts system and protected turns, but the budget is a
+        -- hard cap: when they alone overflow it, the oldest lines give way.
         select '## Recent conversation' || E'\n'
-                   || pg_catalog.string_agg(w.role || ': ' || w.content, E'\n' order by w.seq)
+                   || pg_catalog.string_agg(l.line, E'\n' order by l.seq)
         into v_dialogue
-        from pgmem.session_window(p_subject, p_session_id, null,
-                                  least(v_settings.window_tokens, v_share)) as w;
+        from (select w.seq, w.line,
+                     pg_catalog.sum(pgmem._estimate_tokens(w.line || E'\n')) over (order by w.seq desc) as running
+              from (select w.seq, w.role || ': ' || w.content as line
+                    from pgmem.session_window(p_subject, p_session_id, null,
+                                              least(v_settings.window_tokens, v_share)) as w) as w) as l
+        where l.running <= v_share;
     end if;
 
     if coalesce(p_reinforce, true) and v_packed is not null then
