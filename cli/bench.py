@@ -99,7 +99,9 @@ def bench(
         err_console.print(f"[dim]{message}[/dim]", highlight=False)
 
     if layers:
-        _bench_layers(server_dsn, messages, sessions, queries, database, keep, as_json, markdown, progress)
+        _bench_layers(
+            server_dsn, messages, sessions, queries, database, keep, as_json, markdown, progress
+        )
         return
 
     with database_errors():

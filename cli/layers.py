@@ -28,7 +28,14 @@ task_app = typer.Typer(help="Working memory: tasks in progress and their steps."
 
 SessionArg = Annotated[str, typer.Argument(help="Session id (the app's conversation id).")]
 WINDOW_COLUMNS = ["seq", "role", "protected", "tokens", "content"]
-SESSION_COLUMNS = ["subject", "session_id", "status", "turns", "summarized_through", "last_active_at"]
+SESSION_COLUMNS = [
+    "subject",
+    "session_id",
+    "status",
+    "turns",
+    "summarized_through",
+    "last_active_at",
+]
 TASK_COLUMNS = ["task_id", "subject", "session_id", "status", "current_step", "steps", "goal"]
 
 
@@ -61,7 +68,9 @@ def window(
     session: SessionArg,
     user: UserOption,
     turns: Annotated[int | None, typer.Option("--turns", help="At most this many turns.")] = None,
-    tokens: Annotated[int | None, typer.Option("--tokens", help="At most this many tokens.")] = None,
+    tokens: Annotated[
+        int | None, typer.Option("--tokens", help="At most this many tokens.")
+    ] = None,
     strategy: Annotated[
         str | None, typer.Option("--strategy", help="recency or importance.")
     ] = None,

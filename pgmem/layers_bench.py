@@ -130,8 +130,8 @@ def run(
         with psycopg.connect(dsn, autocommit=True, row_factory=dict_row) as conn:
             progress(f"layers: generating {messages:,} turns in {sessions:,} sessions")
             started = time.perf_counter()
-            params["now"] = conn.execute("select now() as now").fetchone()["now"]  # type: ignore[index]
-            conn.execute("select setseed(0.42)")
+            params["now"] = conn.execute(q.NOW).fetchone()["now"]  # type: ignore[index]
+            conn.execute(q.SEED)
             for statement in (
                 q.CREATE_TENANT,
                 q.CREATE_SUBJECTS,
@@ -159,7 +159,9 @@ def run(
             prompts = [_ms(conn, q.PROMPT, row) for row in picked[20:]]
             recalls = [_ms(conn, q.RECALL, row) for row in picked[20:]]
             progress(f"layers: appends ({appends:,} per measure)")
-            assistant_ms = _ms(conn, q.APPEND_MANY, {**params, "n": Int8(appends), "role": "assistant"})
+            assistant_ms = _ms(
+                conn, q.APPEND_MANY, {**params, "n": Int8(appends), "role": "assistant"}
+            )
             user_ms = _ms(conn, q.APPEND_MANY, {**params, "n": Int8(appends), "role": "user"})
             client = picked[20:]
             started = time.perf_counter()
@@ -189,4 +191,3 @@ def _ms(conn: psycopg.Connection[Any], statement: str, params: dict[str, Any]) -
     assert row is not None
     plan = next(iter(row.values()))
     return float(plan[0]["Execution Time"])
-

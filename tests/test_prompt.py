@@ -97,9 +97,7 @@ def test_short_term_wins_over_a_contradicted_long_term_fact(
 ) -> None:
     t = new_tenant()
     conversation(t.conn, 2)
-    old = remember(
-        t.conn, "Alice's home airport is FCO", ts="alice", tp="home_airport", to="FCO"
-    )
+    old = remember(t.conn, "Alice's home airport is FCO", ts="alice", tp="home_airport", to="FCO")
     # Said in this session, extracted later with an older valid time: stored as
     # history ('outdated'), so the long-term fact stays active.
     t.conn.execute(
@@ -107,19 +105,17 @@ def test_short_term_wins_over_a_contradicted_long_term_fact(
         " p_triple_subject => 'alice', p_triple_predicate => 'home_airport',"
         " p_triple_object => 'CIA', p_session_id => 's1', p_valid_from => now() - interval '1 day')"
     )
-    statuses = dict(
-        t.conn.execute("select triple_object, status from pgmem.memories").fetchall()
-    )
+    statuses = dict(t.conn.execute("select triple_object, status from pgmem.memories").fetchall())
     assert statuses["FCO"] == "active"
     assert "home airport is FCO" not in prompt(t.conn, query="home airport")
-    db.admin.execute("update pgmem.settings set prompt_conflicts = 'mark' where tenant_id = %s", (t.name,))
+    db.admin.execute(
+        "update pgmem.settings set prompt_conflicts = 'mark' where tenant_id = %s", (t.name,)
+    )
     assert "(contradicted in this conversation) Alice's home airport is FCO" in prompt(
         t.conn, query="home airport"
     )
     # Another session does not contradict it.
-    other = t.conn.execute(
-        "select pgmem.prompt('alice', 's2', 'home airport')"
-    ).fetchone()
+    other = t.conn.execute("select pgmem.prompt('alice', 's2', 'home airport')").fetchone()
     assert other is not None and "- [" in other[0] and "contradicted" not in other[0]
     assert old > 0
 
@@ -129,7 +125,9 @@ def test_header_is_a_setting_and_recall_is_reinforced(
 ) -> None:
     t = new_tenant()
     mid = remember(t.conn, "Alice prefers window seats on a flight")
-    db.admin.execute("update pgmem.settings set prompt_header = false where tenant_id = %s", (t.name,))
+    db.admin.execute(
+        "update pgmem.settings set prompt_header = false where tenant_id = %s", (t.name,)
+    )
     block = prompt(t.conn)
     assert block.startswith("## Long-term memory")
     access = t.conn.execute(

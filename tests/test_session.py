@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -116,9 +117,7 @@ def test_concurrent_appends_keep_order_and_lose_nothing(
     for thread in threads:
         thread.join()
     assert errors == []
-    rows = t.conn.execute(
-        "select seq, content from pgmem.session_messages order by seq"
-    ).fetchall()
+    rows = t.conn.execute("select seq, content from pgmem.session_messages order by seq").fetchall()
     assert [seq for seq, _ in rows] == list(range(1, writers * turns + 1))
     for w in range(writers):
         mine = [int(c.split("n")[1]) for _, c in rows if c.startswith(f"w{w} ")]
@@ -142,7 +141,9 @@ def test_bad_input_is_refused_and_nothing_is_written(
     with raises_sqlstate("PM070"):
         append(t.conn, "user", "hello", session=" ")
     with raises_sqlstate("PM020"):
-        t.conn.execute("select pgmem.append_message('alice', 's1', 'user', 'hi', p_metadata => '[]')")
+        t.conn.execute(
+            "select pgmem.append_message('alice', 's1', 'user', 'hi', p_metadata => '[]')"
+        )
     with raises_sqlstate("PM073"):
         window(t.conn, strategy="random")
     for table in ("sessions", "session_messages", "inbox", "subjects"):
@@ -256,7 +257,9 @@ def test_turns_leaving_the_window_fold_into_a_versioned_extractive_summary(
 
 
 def test_summary_with_an_llm_and_fallback_when_it_fails(
-    db: Db, new_tenant: Callable[[], Tenant], fake_llm: FakeLLM
+    db: Db,
+    new_tenant: Callable[[], Tenant],
+    fake_llm: FakeLLM,  # noqa: F811  (the fixture imported above)
 ) -> None:
     t = new_tenant()
     settings(db, t, window_turns=1)
@@ -287,9 +290,7 @@ def test_summary_with_an_llm_and_fallback_when_it_fails(
 def test_a_lost_fold_race_keeps_the_first_summary(new_tenant: Callable[[], Tenant]) -> None:
     t = new_tenant()
     append(t.conn, "user", "one")
-    save = (
-        "select pgmem.save_summary('alice', 's1', %s, %s, 'summary', 'extractive')"
-    )
+    save = "select pgmem.save_summary('alice', 's1', %s, %s, 'summary', 'extractive')"
     assert t.conn.execute(save, (1, 1)).fetchone() == (1,)
     assert t.conn.execute(save, (1, 1)).fetchone() == (None,)  # from_seq is stale now
     with raises_sqlstate("PM074"):
@@ -349,9 +350,9 @@ def test_tenants_cannot_read_or_write_each_others_sessions(
         assert b.conn.execute(f"select count(*) from pgmem.{table}").fetchone() == (0,)
     assert window(b.conn) == []
     assert b.conn.execute("select * from pgmem.session_summary('alice', 's1')").fetchall() == []
-    assert "secret" not in b.conn.execute(
-        "select pgmem.prompt('alice', 's1', 'plans')"
-    ).fetchone()[0]  # type: ignore[index]
+    assert (
+        "secret" not in b.conn.execute("select pgmem.prompt('alice', 's1', 'plans')").fetchone()[0]
+    )  # type: ignore[index]
     # B's append opens B's own session; A's is untouched.
     assert append(b.conn, "user", "mine") == 1
     assert a.conn.execute("select count(*) from pgmem.session_messages").fetchone() == (1,)
@@ -361,12 +362,18 @@ def test_tenants_cannot_read_or_write_each_others_sessions(
             " role, content, tokens) values (%s, 'alice', 's1', 9, 9, 'user', 'x', 1)",
             (a.name,),
         )
-    assert b.conn.execute(
-        "update pgmem.sessions set next_seq = 100 where tenant_id = %s", (a.name,)
-    ).rowcount == 0
-    assert b.conn.execute(
-        "delete from pgmem.session_summaries where tenant_id = %s", (a.name,)
-    ).rowcount == 0
+    assert (
+        b.conn.execute(
+            "update pgmem.sessions set next_seq = 100 where tenant_id = %s", (a.name,)
+        ).rowcount
+        == 0
+    )
+    assert (
+        b.conn.execute(
+            "delete from pgmem.session_summaries where tenant_id = %s", (a.name,)
+        ).rowcount
+        == 0
+    )
     assert b.conn.execute("select * from pgmem.claim_folds()").fetchall() == []
     with raises_sqlstate("PM075"):
         b.conn.execute("select pgmem.save_summary('alice', 'nope', 1, 1, 'x', 'llm')")
@@ -375,3 +382,42 @@ def test_tenants_cannot_read_or_write_each_others_sessions(
         # Its own session only: closed a day after its last turn, its turns past retention.
         assert rows.fetchone() == {"closed": 1, "purged_messages": 1}
     assert a.conn.execute("select status from pgmem.sessions").fetchone() == ("open",)
+
+
+def reference_window(turns: list[tuple[int, str, int, bool]], cap: int, budget: int) -> list[int]:
+    """The recency window by its definition, over every turn: (seq, role, tokens, protected)."""
+    units: dict[int, list[tuple[int, str, int, bool]]] = {}
+    head = 0
+    for seq, role, tokens, protected in turns:
+        if role != "tool" or head == 0:
+            head = seq
+        units.setdefault(head, []).append((seq, role, tokens, protected))
+    kept = {h for h, u in units.items() if any(r == "system" or p for _, r, _, p in u)}
+    used = sum(t for h in kept for _, _, t, _ in units[h])
+    chosen = set(kept)
+    for n, h in enumerate(sorted(set(units) - kept, reverse=True), start=1):
+        used += sum(t for _, _, t, _ in units[h])
+        if n > cap or used > budget:
+            break
+        chosen.add(h)
+    return sorted(seq for h in chosen for seq, _, _, _ in units[h])
+
+
+def test_the_recency_window_matches_its_definition_on_random_sessions(
+    new_tenant: Callable[[], Tenant],
+) -> None:
+    t = new_tenant()
+    rng = random.Random(9)
+    roles = ["user", "assistant", "tool", "tool", "system"]
+    for session in range(6):
+        turns = []
+        for seq in range(1, 61):
+            role = rng.choice(roles) if seq > 1 else rng.choice(["system", "tool", "user"])
+            role = "user" if role == "system" and rng.random() < 0.8 else role
+            content = "x" * rng.randint(1, 60)
+            protected = rng.random() < 0.05
+            append(t.conn, role, content, session=f"r{session}", protected=protected)
+            turns.append((seq, role, (len(content) + 3) // 4, protected))
+        for cap, budget in ((3, 10_000), (10, 60), (0, 50), (25, 200), (60, 10_000)):
+            got = window(t.conn, session=f"r{session}", turns=cap, tokens=budget)
+            assert got == reference_window(turns, cap, budget), (session, cap, budget)

@@ -100,7 +100,8 @@ def test_an_agent_killed_between_steps_resumes_after_its_last_completed_step(
     assert agent.returncode == -signal.SIGKILL
     # The restarted agent: the latest open task of its session, after step 1.
     state = t.conn.execute(
-        "select task_id, current_step, last_completed_step, status from pgmem.resume_task('alice', 's1')"
+        "select task_id, current_step, last_completed_step, status"
+        " from pgmem.resume_task('alice', 's1')"
     ).fetchone()
     assert state == (task_id, 2, 1, "running")
     # It redoes step 1's record (harmless), then steps 2 and 3.
@@ -122,7 +123,9 @@ def test_finishing_distils_the_task_and_clears_its_scratch_state(
 ) -> None:
     t = new_tenant()
     memory = Memory(conn=t.conn)
-    task = memory.start_task("alice", "book a flight to Rome", PLAN, session_id="s1", variables={"x": 1})
+    task = memory.start_task(
+        "alice", "book a flight to Rome", PLAN, session_id="s1", variables={"x": 1}
+    )
     task.record(1, observation="3 flights found")
     task.record(2, observation="booked AZ 101 for 120 EUR")
     ids = task.finish("AZ 101 booked", learned_rule="Search at least two airlines before booking.")
@@ -187,11 +190,15 @@ def test_bad_input_raises_pm_codes_and_writes_nothing(new_tenant: Callable[[], T
 def test_retries_past_the_maximum_fail_the_task(new_tenant: Callable[[], Tenant]) -> None:
     t = new_tenant()
     task_id = start(t.conn, max_retries=1)
-    assert t.conn.execute("select * from pgmem.fail_step(%s, 1, 'timeout')", (task_id,)).fetchone() == (
+    assert t.conn.execute(
+        "select * from pgmem.fail_step(%s, 1, 'timeout')", (task_id,)
+    ).fetchone() == (
         1,
         "running",
     )
-    assert t.conn.execute("select * from pgmem.fail_step(%s, 1, 'timeout')", (task_id,)).fetchone() == (
+    assert t.conn.execute(
+        "select * from pgmem.fail_step(%s, 1, 'timeout')", (task_id,)
+    ).fetchone() == (
         1,
         "failed",
     )
@@ -199,7 +206,9 @@ def test_retries_past_the_maximum_fail_the_task(new_tenant: Callable[[], Tenant]
     assert outcome is not None and outcome[0] == "step 1 failed after 1 retries: timeout"
     assert t.conn.execute(
         "select content from pgmem.memories where memory_id = %s", (outcome[1],)
-    ).fetchone() == ('Task "book a flight to Rome" failed. Steps done: none. Outcome: ' + outcome[0],)
+    ).fetchone() == (
+        'Task "book a flight to Rome" failed. Steps done: none. Outcome: ' + outcome[0],
+    )
 
 
 def test_expired_tasks_are_cancelled_by_the_sessions_job(
@@ -242,7 +251,8 @@ def test_tenants_cannot_see_or_touch_each_others_tasks(new_tenant: Callable[[], 
             b.conn.execute(call, (task_id,))
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         b.conn.execute(
-            "insert into pgmem.task_steps (tenant_id, task_id, step, status) values (%s, %s, 2, 'done')",
+            "insert into pgmem.task_steps (tenant_id, task_id, step, status)"
+            " values (%s, %s, 2, 'done')",
             (a.name, task_id),
         )
     assert b.conn.execute("update pgmem.tasks set status = 'done'").rowcount == 0

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Final
 
+NOW: Final = "select pg_catalog.now() as now"
+# A fixed seed: every run generates the same data.
+SEED: Final = "select pg_catalog.setseed(0.42)"
 CREATE_TENANT: Final = "select pgmem.create_tenant(%(tenant)s)"
 CREATE_SUBJECTS: Final = """
 insert into pgmem.subjects (tenant_id, subject)
@@ -15,7 +18,8 @@ select %(tenant)s, pg_catalog.format('user-%%s', s) from generate_series(0, %(su
 CREATE_SESSIONS: Final = """
 insert into pgmem.sessions (tenant_id, subject, session_id, next_seq, summarized_through,
                             unsummarized_turns, unsummarized_tokens, created_at, last_active_at)
-select %(tenant)s, pg_catalog.format('user-%%s', i %% %(subjects)s), pg_catalog.format('session-%%s', i),
+select %(tenant)s, pg_catalog.format('user-%%s', i %% %(subjects)s),
+       pg_catalog.format('session-%%s', i),
        %(per_session)s + 1, greatest(%(per_session)s - 10, 0), least(%(per_session)s, 10), 150,
        %(now)s - interval '1 hour', %(now)s
 from generate_series(0, %(sessions)s - 1) as i
@@ -25,9 +29,9 @@ from generate_series(0, %(sessions)s - 1) as i
 # system prompt; every tenth turn from 4 on is a tool result of the call before.
 GENERATE_MESSAGES: Final = """
 insert into pgmem.session_messages (tenant_id, subject, session_id, seq, unit_seq, role, content,
-                                    tokens, salience, protected, created_at)
+                                    tokens, protected, created_at)
 select %(tenant)s, m.subject, m.session_id, m.n, m.unit_seq, m.role, m.content,
-       pgmem._estimate_tokens(m.content), pgmem._session_salience(m.role, m.content), false,
+       pgmem._estimate_tokens(m.content), false,
        %(now)s - interval '1 hour' + m.n * interval '1 second'
 from (
     select pg_catalog.format('user-%%s', i %% %(subjects)s) as subject,

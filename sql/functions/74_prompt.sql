@@ -18,20 +18,29 @@
 
 create or replace function pgmem._fit_tokens(p_text text, p_budget integer)
 returns text
-language sql
+language plpgsql
 immutable strict parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- The longest of a few prefixes that fits; one character never costs
-    -- more than one token, so the last candidate always fits.
-    select coalesce((select c.t from (values (1, p_text),
-                                             (2, pg_catalog.left(p_text, greatest(p_budget, 0) * 3) || '…'),
-                                             (3, pg_catalog.left(p_text, greatest(p_budget, 0) * 2) || '…'),
-                                             (4, pg_catalog.left(p_text, greatest(p_budget - 1, 0)) || '…'))
-                                 as c(n, t)
-                     where pgmem._estimate_tokens(c.t) <= p_budget
-                     order by c.n limit 1), '')
+declare
+    v_cut text;
+begin
+    if pgmem._estimate_tokens(p_text) <= p_budget then
+        return p_text;
+    end if;
+    -- The longest of a few prefixes that fits: 3 and 2 characters a token
+    -- suit English, and since one character never costs more than one
+    -- token the last one always fits.
+    foreach v_cut in array array[pg_catalog.left(p_text, greatest(p_budget, 0) * 3) || '…',
+                                 pg_catalog.left(p_text, greatest(p_budget, 0) * 2) || '…',
+                                 pg_catalog.left(p_text, greatest(p_budget - 1, 0)) || '…'] loop
+        if pgmem._estimate_tokens(v_cut) <= p_budget then
+            return v_cut;
+        end if;
+    end loop;
+    return '';
+end
 $$;
 
 comment on function pgmem._fit_tokens(text, integer) is
@@ -56,7 +65,7 @@ set jit = off
 as $$
 declare
     v_tenant text := pgmem._require_tenant();
-    v_settings pgmem.settings := pgmem._session_settings();
+    v_settings pgmem.settings := pgmem._session_settings(v_tenant);
     v_header text;
     v_task text;
     v_summary text;
@@ -128,15 +137,20 @@ begin
     -- Long-term: recalled memories, most relevant first, minus what this session contradicts.
     v_share := least(pg_catalog.floor(p_token_budget * v_settings.prompt_share_long_term), p_token_budget - v_used)
                - pgmem._estimate_tokens(E'## Long-term memory\n\n\n');
-    with recalled as (
+    with said as materialized (
+        -- What this session stated as facts (one scan of the subject's rows).
+        select n.memory_id, n.triple_subject, n.triple_predicate, n.triple_object, n.created_at
+        from pgmem.memories as n
+        where n.tenant_id = v_tenant and n.subject = p_subject and n.session_id = p_session_id
+          and n.triple_predicate is not null and n.status <> 'deleted'
+    ),
+    recalled as (
         select r.memory_id, r.content, r.score, r.valid_from,
-               exists (select from pgmem.memories as m
-                       join pgmem.memories as n
-                         on n.tenant_id = m.tenant_id and n.subject = m.subject
+               exists (select from said as n
+                       join pgmem.memories as m
+                         on m.tenant_id = v_tenant and m.memory_id = r.memory_id
                         and n.triple_subject = m.triple_subject and n.triple_predicate = m.triple_predicate
-                       where m.tenant_id = v_tenant and m.memory_id = r.memory_id
-                         and n.session_id = p_session_id and n.memory_id <> m.memory_id
-                         and n.status <> 'deleted'
+                       where n.memory_id <> m.memory_id
                          and n.triple_object is distinct from m.triple_object
                          and (m.session_id is distinct from p_session_id or n.created_at > m.created_at))
                    as contradicted
@@ -174,9 +188,14 @@ begin
         into v_dialogue
         from (select w.seq, w.line,
                      pg_catalog.sum(pgmem._estimate_tokens(w.line || E'\n')) over (order by w.seq desc) as running
-              from (select w.seq, w.role || ': ' || w.content as line
-                    from pgmem.session_window(p_subject, p_session_id, null,
-                                              least(v_settings.window_tokens, v_share)) as w) as w) as l
+              from (select m.seq, m.role || ': ' || m.content as line
+                    from pgmem._window_units(v_tenant, p_subject, p_session_id, v_settings.window_turns,
+                                             least(v_settings.window_tokens, v_share),
+                                             v_settings.window_strategy) as u
+                    join pgmem.session_messages as m
+                      on m.tenant_id = v_tenant and m.subject = p_subject and m.session_id = p_session_id
+                     and m.unit_seq = u.unit_seq
+                    where u.chosen) as w) as l
         where l.running <= v_share;
     end if;
 
