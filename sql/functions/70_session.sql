@@ -77,8 +77,8 @@ as $$
         select m.unit_seq, pg_catalog.sum(m.tokens) as tokens,
                pg_catalog.bool_or(m.role = 'system' or m.protected) as mandatory,
                -- Only importance selection reads it: computed then, never on append.
-               case when p_strategy = 'importance'
-                    then pg_catalog.max(pgmem._session_salience(m.role, m.content)) end as salience
+               pg_catalog.max(case when p_strategy = 'importance'
+                                   then pgmem._session_salience(m.role, m.content) end) as salience
         from pgmem.session_messages as m, scope as s
         where m.tenant_id = p_tenant and m.subject = p_subject and m.session_id = p_session_id
           and (m.unit_seq >= s.low or m.unit_seq in (select k.unit_seq from kept as k))
