@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pgmem.client import Connection, Memory, Row, Rows, _jsonb, _one, _rows
+from pgmem import ingest
+from pgmem.client import Connection, Memory, Row, Rows, _one, _rows
 from pgmem.queries import layers as lq
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class Session:
             "role": role,
             "content": content,
             "protected": protected,
-            "metadata": _jsonb(dict(metadata or {})),
+            "metadata": ingest.as_jsonb(dict(metadata or {})),
             "extract": extract,
             "agent_id": agent_id,
         }

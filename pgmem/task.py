@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pgmem.client import Connection, Memory, Row, _jsonb, _one, _rows
+from pgmem import ingest
+from pgmem.client import Connection, Memory, Row, _one, _rows
 from pgmem.queries import layers as lq
 
 __all__ = ["Task"]
@@ -58,8 +59,8 @@ class Task:
         params = {
             "task_id": self.task_id,
             "status": status,
-            "variables": _jsonb(dict(variables)) if variables is not None else None,
-            "plan": _jsonb(plan) if plan is not None else None,
+            "variables": ingest.as_jsonb(dict(variables)) if variables is not None else None,
+            "plan": ingest.as_jsonb(plan) if plan is not None else None,
             "current_step": current_step,
         }
         with self.memory.transaction(conn) as c:
@@ -81,8 +82,8 @@ class Task:
             "task_id": self.task_id,
             "step": step,
             "observation": observation,
-            "result": _jsonb(result) if result is not None else None,
-            "variables": _jsonb(dict(variables)) if variables is not None else None,
+            "result": ingest.as_jsonb(result) if result is not None else None,
+            "variables": ingest.as_jsonb(dict(variables)) if variables is not None else None,
         }
         with self.memory.transaction(conn) as c:
             return _one(c, lq.RECORD_STEP, params)

@@ -2,11 +2,10 @@
 
 What it does with each kind of work:
 
-- ``turn`` (queued by ``pgmem.enqueue``): extract facts from the messages (rules, plus
-  an LLM when one is configured), embed them, and call ``pgmem.remember`` for each;
-  text the extractor refused as prompt injection goes to ``pgmem.remember`` as well,
-  which rejects it and records the event (the database's check is the authoritative
-  one).
+- ``turn`` (queued by ``pgmem.enqueue``): the write path of :mod:`pgmem.ingest`, as
+  ``Memory.add`` runs it: extract facts (rules, plus an LLM when one is configured),
+  embed them and hand them, with any text the extractor refused, to one
+  ``pgmem.remember_many`` call, which decides every item (rejections included).
 - ``merge`` (queued by ``pgmem.remember`` for near-duplicates): merge the two facts'
   texts (LLM, or the more specific one kept whole) and call ``pgmem.merge``.
 - ``embed`` pass: active memories written by plain SQL without an embedding
@@ -21,7 +20,7 @@ tenant bound, and is marked done (``pgmem.finish_job``) or failed
 (``pgmem.fail_job``: exponential backoff, kept as ``failed`` after ``max_attempts``)
 in that same transaction, which commits once. A worker killed mid-batch commits
 nothing: its rows are pending again and the next worker applies them exactly once.
-Extraction and embedding of a whole batch happen up front (one embedding call), so
+Extraction and embedding of a whole batch happen up front (one embedding call for all its turns), so
 the batch transaction holds its locks for the database work only.
 
 Waking: LISTEN ``pgmem_inbox`` on a separate autocommit connection (``pgmem.enqueue``
@@ -61,8 +60,9 @@ from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from pgmem import ingest
 from pgmem.embed import Embedder, embedder_from_env
-from pgmem.extract import ExtractionResult, Fact, LLMExtractor, extract, merge_facts
+from pgmem.extract import ExtractionResult, LLMExtractor, merge_facts
 from pgmem.queries import layers as lq
 from pgmem.queries import worker as wq
 from pgmem.queries.worker import CHANNEL
@@ -82,7 +82,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# pgmem.enqueue notifies this channel with the tenant id.
 # pgmem.claim_jobs' default. With the local model, batches of 16 and 64 turns ran at the
 # same rate (embedding dominates and costs the same per text either way); smaller
 # batches hold their row locks for less time and redo less after a crash.
@@ -174,10 +173,11 @@ class WorkerStats:
 
 @dataclass
 class _Turn:
-    """A turn job, extracted and embedded before any SQL runs."""
+    """A turn job, planned (:func:`pgmem.ingest.plan`) and embedded before any SQL runs."""
 
     result: ExtractionResult | None = None
-    vectors: list[list[float]] = field(default_factory=list)
+    planned: list[ingest.Planned] = field(default_factory=list)
+    vectors: list[list[float] | None] = field(default_factory=list)
     error: BaseException | None = None
 
 
@@ -544,7 +544,7 @@ class Worker:
             item = prepared[job["inbox_id"]]
             try:
                 if isinstance(item, _Turn):
-                    item.result = extract(_messages(job["payload"]), llm=self.llm)
+                    item.planned, item.result = ingest.plan(_messages(job["payload"]), llm=self.llm)
                 elif isinstance(item, _Merge) and item.error is None and item.texts is not None:
                     self._decide_merge(item, *item.texts)
             except Exception as exc:
@@ -596,30 +596,23 @@ class Worker:
             item.content = merged
 
     def _embed_prepared(self, items: list[_Turn | _Merge]) -> None:
-        texts: list[str] = []
-        for item in items:
-            if item.error is not None:
-                continue
-            if isinstance(item, _Turn) and item.result is not None:
-                texts.extend(fact.content for fact in item.result.facts)
-            elif isinstance(item, _Merge) and item.content is not None:
-                texts.append(item.content)
-        if not texts:
-            return
+        """One embedding call for the facts of every turn, one for new merge texts."""
+        turns = [i for i in items if isinstance(i, _Turn) and i.error is None]
+        merges = [
+            i for i in items if isinstance(i, _Merge) and i.error is None and i.content is not None
+        ]
         try:
-            vectors = iter(self.embedder.embed(texts))
+            vectors = iter(ingest.embed([p for t in turns for p in t.planned], self.embedder))
+            for turn in turns:
+                turn.vectors = [next(vectors) for _ in turn.planned]
+            if merges:
+                merged = self.embedder.embed([m.content for m in merges if m.content is not None])
+                for merge, vector in zip(merges, merged, strict=True):
+                    merge.vector = vector
         except Exception as exc:
             for item in items:
                 if item.error is None:
                     item.error = exc
-            return
-        for item in items:
-            if item.error is not None:
-                continue
-            if isinstance(item, _Turn) and item.result is not None:
-                item.vectors = [next(vectors) for _ in item.result.facts]
-            elif isinstance(item, _Merge) and item.content is not None:
-                item.vector = next(vectors)
 
     # -------------------------------------------------------------------- apply
 
@@ -633,52 +626,26 @@ class Worker:
         metadata = payload.get("metadata") or {}
         if not isinstance(metadata, Mapping):
             raise JobError("turn payload 'metadata' must be an object")
-        common = {
-            "subject": job["subject"],
-            "session_id": job["session_id"],
-            "agent_id": job["agent_id"],
-            "metadata": Jsonb(dict(metadata)),
-            "valid_from": payload.get("occurred_at"),
-        }
         actions: list[dict[str, Any]] = []
-        for fact, vector in zip(turn.result.facts, turn.vectors, strict=True):
-            actions.append(self._remember(conn, fact, vector, common))
-        for rejected in turn.result.rejected:
-            conn.execute(
-                wq.REJECT,
-                {
-                    "subject": job["subject"],
-                    "content": rejected.text,
-                    "reason": rejected.reason,
-                    "agent_id": job["agent_id"],
-                },
+        if turn.planned:
+            batch = ingest.items(
+                turn.planned,
+                turn.vectors,
+                session_id=job["session_id"],
+                agent_id=job["agent_id"],
+                metadata=metadata,
+                valid_from=payload.get("occurred_at"),
             )
-            actions.append({"action": "rejected", "reason": rejected.reason})
+            for row in ingest.remember(conn, job["subject"], batch):
+                planned = turn.planned[row.pop("item") - 1]
+                action = {k: v for k, v in row.items() if v is not None}
+                if planned.rejected is not None:
+                    action["reason"] = planned.rejected
+                actions.append(action)
         result: dict[str, Any] = {"facts": len(turn.result.facts), "actions": actions}
         if turn.result.fallback_reason:
             result["fallback_reason"] = turn.result.fallback_reason
         return result
-
-    def _remember(
-        self, conn: Conn, fact: Fact, vector: list[float], common: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        triple = fact.triple or (None, None, None)
-        row = conn.execute(
-            wq.REMEMBER,
-            {
-                **common,
-                "content": fact.content,
-                "embedding": _vector(vector),
-                "kind": fact.kind,
-                "importance": fact.importance,
-                "source": fact.source,
-                "triple_subject": triple[0],
-                "triple_predicate": triple[1],
-                "triple_object": triple[2],
-            },
-        ).fetchone()
-        assert row is not None
-        return {k: v for k, v in row.items() if v is not None}
 
     def _merge(self, conn: Conn, item: _Merge) -> dict[str, Any]:
         if item.error is not None:

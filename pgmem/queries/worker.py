@@ -21,34 +21,6 @@ FINISH_JOB: Final = "select pgmem.finish_job(%(tenant)s, %(inbox_id)s, %(result)
 FAIL_JOB: Final = (
     "select pgmem.fail_job(%(tenant)s, %(inbox_id)s, %(error)s, %(max_attempts)s) as status"
 )
-REMEMBER: Final = """
-select r.action, r.memory_id, r.related_id, r.similarity
-from pgmem.remember(
-    p_subject => %(subject)s::text,
-    p_content => %(content)s::text,
-    p_embedding => %(embedding)s::real[],
-    p_kind => %(kind)s::text,
-    p_importance => %(importance)s::real,
-    p_triple_subject => %(triple_subject)s::text,
-    p_triple_predicate => %(triple_predicate)s::text,
-    p_triple_object => %(triple_object)s::text,
-    p_session_id => %(session_id)s::text,
-    p_agent_id => %(agent_id)s::text,
-    p_source => %(source)s::text,
-    p_metadata => %(metadata)s::jsonb,
-    p_valid_from => %(valid_from)s::timestamptz
-) as r
-"""
-# Text the extractor refused is never stored, not even in history: the write path's
-# recorder keeps the rule, size and SHA-256. The database's own rule name wins when its
-# check (the authoritative one, pgmem.detect_injection) agrees.
-REJECT: Final = """
-select pgmem._reject(
-    pgmem._require_tenant(), %(subject)s::text, array[%(content)s::text],
-    array[coalesce(pgmem.detect_injection(%(content)s::text), %(reason)s::text)],
-    %(agent_id)s::text, pg_catalog.now()
-)
-"""
 LOAD_MEMORIES: Final = """
 select m.memory_id, m.content, m.status
 from pgmem.memories as m

@@ -6,7 +6,7 @@
 --   PM010  p_subject is NULL, blank or longer than 256 characters
 --   PM011  p_content is NULL, empty or only white space
 --   PM012  p_content is larger than settings.max_content_bytes (UTF-8 bytes)
---   PM013  p_kind is not episodic, semantic, preference or procedural
+--   PM013  p_kind is not a memory kind (pgmem.kinds(), 08_kinds.sql)
 --   PM014  p_importance is outside 0..1
 --   PM015  p_embedding has the wrong number of dimensions (settings.embedding_dims)
 --   PM016  p_embedding holds NaN, an infinite or a NULL element
@@ -137,10 +137,10 @@ begin
             using errcode = 'PM012',
                   hint = 'Split it into smaller facts, or raise max_content_bytes in the tenant''s pgmem.settings row.';
     end if;
-    -- The same list as the CHECK constraint on pgmem.memories.kind.
-    if p_kind is null or p_kind not in ('episodic', 'semantic', 'preference', 'procedural') then
+    -- pgmem.kinds(), which tests/test_kinds.py holds equal to the CHECK on pgmem.memories.kind.
+    if p_kind is null or not exists (select from pgmem.kinds() as k where k.kind = p_kind) then
         raise exception '%kind % is not a memory kind', v_arg, coalesce(pg_catalog.quote_literal(p_kind), 'NULL')
-            using errcode = 'PM013', hint = 'Use one of: episodic, semantic, preference, procedural.';
+            using errcode = 'PM013', hint = 'Use one of: ' || pgmem._kind_list() || '.';
     end if;
     if p_importance is not null and not (p_importance between 0 and 1) then
         raise exception '%importance % is outside 0..1', v_arg, p_importance

@@ -35,7 +35,7 @@ declare
     v_item record;
     v_keys constant text[] := array['subject', 'content', 'embedding', 'kind', 'importance', 'triple_subject',
                                     'triple_predicate', 'triple_object', 'session_id', 'agent_id', 'source',
-                                    'metadata', 'valid_from'];
+                                    'metadata', 'valid_from', 'rejected'];
 begin
     select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant;
     if p_items is null or pg_catalog.jsonb_typeof(p_items) <> 'array' then
@@ -52,13 +52,15 @@ begin
                 case when pg_catalog.jsonb_typeof(e.v) = 'object' then e.v else '{}' end) as k(key)
             where k.key <> all (v_keys)) as unknown_key,
            pg_catalog.jsonb_typeof(e.v -> 'embedding') as embedding_type,
-           pg_catalog.jsonb_typeof(e.v -> 'importance') as importance_type
+           pg_catalog.jsonb_typeof(e.v -> 'importance') as importance_type,
+           pg_catalog.jsonb_typeof(e.v -> 'rejected') as rejected_type
     into v_bad
     from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
     where pg_catalog.jsonb_typeof(e.v) <> 'object'
        or exists (select from pg_catalog.jsonb_object_keys(e.v) as k(key) where k.key <> all (v_keys))
        or pg_catalog.jsonb_typeof(e.v -> 'embedding') not in ('array', 'string', 'null')
        or pg_catalog.jsonb_typeof(e.v -> 'importance') not in ('number', 'null')
+       or pg_catalog.jsonb_typeof(e.v -> 'rejected') not in ('string', 'null')
     order by e.i
     limit 1;
     if found then
@@ -72,6 +74,9 @@ begin
             raise exception 'p_items[%].embedding must be a JSON array of % numbers or a vector literal string',
                             v_bad.i, v_settings.embedding_dims
                 using errcode = 'PM015', hint = 'Leave it out (or null) to store text only and let the worker embed it.';
+        elsif v_bad.rejected_type not in ('string', 'null') then
+            raise exception 'p_items[%].rejected must be a string: the reason the caller refused the text', v_bad.i
+                using errcode = 'PM021', hint = 'Leave it out (or null) to let pgmem''s own rules decide.';
         else
             raise exception 'p_items[%].importance must be a number between 0 and 1', v_bad.i
                 using errcode = 'PM014', hint = 'Leave it out (or null) for the tenant''s default_importance.';
@@ -196,7 +201,9 @@ begin
                  pg_catalog.btrim(c.object) as triple_object,
                  e.v ->> 'session_id' as session_id, e.v ->> 'agent_id' as agent_id,
                  coalesce(e.v ->> 'source', 'sql') as source, coalesce(e.v -> 'metadata', '{}') as metadata,
-                 coalesce((e.v ->> 'valid_from')::timestamptz, v_now) as valid_from, j.rule
+                 coalesce((e.v ->> 'valid_from')::timestamptz, v_now) as valid_from,
+                 -- pgmem's own rule names the rejection; the caller's reason when only it refused.
+                 coalesce(j.rule, nullif(e.v ->> 'rejected', '')) as rule
           from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
           join rows from (pg_catalog.unnest(v_contents), pg_catalog.unnest(v_redacted),
                           pg_catalog.unnest(v_embeddings), pg_catalog.unnest(v_objects))
@@ -375,5 +382,5 @@ end
 $$;
 
 comment on function pgmem.remember_many(jsonb, text, timestamptz) is
-    'Bulk pgmem.remember: p_items is a JSON array of objects with the keys subject (default p_subject), content, embedding (JSON array of numbers or a vector literal string ''[0.1,…]'', the faster form), kind, importance, triple_subject, triple_predicate, triple_object, session_id, agent_id, source, metadata, valid_from. Same decisions as remember; one result row per item (item counts from 1). Plainly new items are inserted set-based. Needs the TEMPORARY privilege on the database.';
+    'Bulk pgmem.remember: p_items is a JSON array of objects with the keys subject (default p_subject), content, embedding (JSON array of numbers or a vector literal string ''[0.1,…]'', the faster form), kind, importance, triple_subject, triple_predicate, triple_object, session_id, agent_id, source, metadata, valid_from, rejected (a caller''s reason to refuse the text: recorded as a content-free reject event, like text pgmem''s own rules reject). Same decisions as remember; one result row per item (item counts from 1). Plainly new items are inserted set-based. Needs the TEMPORARY privilege on the database.';
 

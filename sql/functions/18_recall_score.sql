@@ -48,7 +48,14 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
+declare
+    -- Each kind's half-life in seconds, found by the kind's position.
+    v_kinds text[];
+    v_half_life_seconds double precision[];
 begin
+    select pg_catalog.array_agg(h.kind), pg_catalog.array_agg(extract(epoch from h.half_life))
+    into v_kinds, v_half_life_seconds
+    from pgmem._half_lives(p_settings) as h;
     -- The one place the score parts are computed and visibility is decided;
     -- pgmem._recall calls it for the candidates and again for ripple rows.
     return query
@@ -107,11 +114,7 @@ begin
                   -- exp(-λ·h) with λ = ln 2 / half-life: 0.5 per half-life since the last access.
                   else pg_catalog.exp(-pg_catalog.ln(2)
                        * greatest(0, extract(epoch from p_now - m.last_accessed_at))
-                       / extract(epoch from case m.kind
-                             when 'episodic' then p_settings.half_life_episodic
-                             when 'semantic' then p_settings.half_life_semantic
-                             when 'preference' then p_settings.half_life_preference
-                             else p_settings.half_life_procedural end))
+                       / v_half_life_seconds[pg_catalog.array_position(v_kinds, m.kind)])
              end)::real as recency,
             -- Log of use frequency, as ACT-R's base-level activation; full at 100 uses.
             least(1, pg_catalog.ln(1 + m.access_count) / pg_catalog.ln(101))::real as access_boost

@@ -139,9 +139,9 @@ begin
     if p_mmr_lambda is not null and p_mmr_lambda not between 0 and 1 then
         raise exception 'the MMR lambda must be between 0 and 1, not %', p_mmr_lambda using errcode = '22023';
     end if;
-    if p_kinds is not null and not p_kinds <@ array['episodic', 'semantic', 'preference', 'procedural'] then
+    if p_kinds is not null and not p_kinds <@ array(select k.kind from pgmem.kinds() as k) then
         raise exception 'unknown memory kind in %', p_kinds
-            using errcode = '22023', hint = 'Kinds are episodic, semantic, preference and procedural.';
+            using errcode = '22023', hint = 'Kinds are ' || pgmem._kind_list() || '.';
     end if;
 
     select s.* into v_settings

@@ -47,12 +47,10 @@ begin
             using errcode = '22023';
     end if;
     with recalled as (
-        select r.memory_id, r.content, r.kind, r.score, r.valid_from, r.valid_to,
-               case r.kind when 'preference' then 1 when 'semantic' then 2 when 'episodic' then 3 else 4 end as section,
-               case r.kind when 'preference' then 'Preferences' when 'semantic' then 'Facts'
-                           when 'episodic' then 'Episodes' else 'Procedures' end as heading
+        select r.memory_id, r.content, r.kind, r.score, r.valid_from, r.valid_to, k.section, k.heading
         from pgmem._recall(p_subject, p_query, p_embedding, p_k, p_kinds, p_session_id, null, null, p_as_of, null,
                            p_min_score, null, p_hops, p_now) as r
+        join pgmem.kinds() as k on k.kind = r.kind
     ),
     lines as (
         select c.*,

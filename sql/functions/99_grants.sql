@@ -36,3 +36,9 @@ grant execute on function
     pgmem.cron_plan(text, text, text, text, text),
     pgmem.scheduled_jobs()
 to pgmem_readonly;
+
+-- reshape: the kinds (08_kinds.sql); pgmem._decay_policy, under the DBA views, reads them.
+grant execute on function
+    pgmem.kinds(),
+    pgmem._half_lives(pgmem.settings)
+to pgmem_readonly;
