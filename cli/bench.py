@@ -10,8 +10,6 @@ import psycopg
 import typer
 from rich.table import Table
 
-from pgmem import bench as benchmark
-from pgmem import layers_bench
 from pgmem.cli.common import (
     DsnOption,
     JsonOption,
@@ -21,11 +19,10 @@ from pgmem.cli.common import (
     err_console,
     fail,
 )
+from pgmem.lab import bench as benchmark
+from pgmem.lab import layers_bench
 
-app = typer.Typer(help="Benchmark the engine on synthetic data.")
 
-
-@app.callback(invoke_without_command=True)
 def bench(
     dsn: DsnOption = None,
     full: Annotated[

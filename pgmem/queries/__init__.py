@@ -7,8 +7,11 @@ text anywhere else in ``pgmem/`` or ``cli/``), one module per consumer:
 - :mod:`pgmem.queries.client`: the ``Memory`` client and the memory CLI verbs
   (re-exported here, so ``queries.RECALL`` is ``queries.client.RECALL``);
 - :mod:`pgmem.queries.worker`: the worker;
+- :mod:`pgmem.queries.admin`: the CLI's administration verbs (tenants, maintenance,
+  the demo);
 - :mod:`pgmem.queries.layers`: short-term and working memory and the assembled prompt
-  (sessions, tasks, the worker's fold pass).
+  (sessions, tasks, the worker's fold pass);
+- :mod:`pgmem.queries.bench_layers`: ``pgmem bench --layers``.
 
 Rules: a statement is a module-level ``Final`` string (or a ``psycopg.sql.SQL``
 template when it must name an identifier), named in UPPER_SNAKE after what it does;

@@ -1,5 +1,5 @@
 """Every statement of the short-term/working memory benchmark
-(:mod:`pgmem.layers_bench`, ``pgmem bench --layers``), by name."""
+(:mod:`pgmem.lab.layers_bench`, ``pgmem bench --layers``), by name."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ from psycopg.rows import dict_row
 from psycopg.types.numeric import Int8
 
 from pgmem import schema
-from pgmem.bench import TENANT, Latency, Progress, _quiet, _tenant_connection, bench_database
+from pgmem.lab.bench import TENANT, Latency, Progress, _quiet, _tenant_connection, bench_database
 from pgmem.queries import bench_layers as q
 
 SESSIONS_PER_SUBJECT = 10
