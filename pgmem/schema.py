@@ -11,6 +11,21 @@ from alembic.script import ScriptDirectory
 
 from alembic import command
 from pgmem.paths import migrations_dir, sql_dir
+from pgmem.queries import schema as q
+from pgmem.queries.schema import VERSION_TABLE
+
+__all__ = [
+    "DEFAULT_DIMS",
+    "VERSION_TABLE",
+    "SchemaError",
+    "current_revision",
+    "declared_sql",
+    "downgrade",
+    "installed_dims",
+    "status",
+    "upgrade",
+    "upgrade_sql",
+]
 
 DEFAULT_DIMS = 384  # all-MiniLM-L6-v2, the offline embedding model
 
@@ -38,26 +53,19 @@ def _head() -> str:
     return head
 
 
-VERSION_TABLE = "pgmem_alembic_version"  # not alembic_version: the app may use alembic too
-
-
 def current_revision(dsn: str) -> str | None:
     with psycopg.connect(dsn) as conn:
-        if conn.execute("select to_regclass(%s)", (f"public.{VERSION_TABLE}",)).fetchone() == (
-            None,
-        ):
+        if conn.execute(q.REGCLASS, {"name": f"public.{VERSION_TABLE}"}).fetchone() == (None,):
             return None
-        row = conn.execute(f"select version_num from public.{VERSION_TABLE}").fetchone()
+        row = conn.execute(q.VERSION_NUM).fetchone()
         return row[0] if row else None
 
 
 def installed_dims(dsn: str) -> int | None:
     with psycopg.connect(dsn) as conn:
-        if conn.execute("select to_regclass('pgmem.settings')").fetchone() == (None,):
+        if conn.execute(q.REGCLASS, {"name": "pgmem.settings"}).fetchone() == (None,):
             return None
-        row = conn.execute(
-            "select embedding_dims from pgmem.settings where tenant_id = '_default'"
-        ).fetchone()
+        row = conn.execute(q.DEFAULT_DIMS).fetchone()
         return row[0] if row else None
 
 
@@ -93,30 +101,16 @@ def upgrade_sql(revision: str = "head", dims: int = DEFAULT_DIMS) -> str:
 def status(dsn: str) -> dict[str, object]:
     """What a DBA checks first: revision, tables and their RLS, roles, extensions."""
     with psycopg.connect(dsn) as conn:
-        tables = conn.execute(
-            """
-            select c.relname, c.relrowsecurity, c.relforcerowsecurity
-            from pg_class as c
-            where c.relnamespace = to_regnamespace('pgmem') and c.relkind = 'r'
-            order by c.relname
-            """
-        ).fetchall()
+        tables = conn.execute(q.TABLES_AND_RLS).fetchall()
         roles = [
             r[0]
             for r in conn.execute(
-                "select rolname from pg_roles where rolname = any(%s) order by rolname",
-                (["pgmem_admin", "pgmem_app", "pgmem_readonly", "pgmem_service"],),
+                q.ROLES_PRESENT,
+                {"roles": ["pgmem_admin", "pgmem_app", "pgmem_readonly", "pgmem_service"]},
             )
         ]
-        extensions: dict[str, str] = dict(
-            conn.execute(
-                "select extname, extversion from pg_extension"
-                " where extname in ('vector', 'pg_cron')"
-            ).fetchall()
-        )
-        cron_database = conn.execute(
-            "select current_setting('cron.database_name', true), current_database()"
-        ).fetchone()
+        extensions: dict[str, str] = dict(conn.execute(q.EXTENSIONS).fetchall())
+        cron_database = conn.execute(q.CRON_DATABASE).fetchone()
     return {
         "revision": current_revision(dsn),
         "head": _head(),

@@ -30,6 +30,7 @@ from psycopg import errors, sql
 from psycopg.conninfo import make_conninfo
 
 from pgmem.config import Config
+from pgmem.queries import schema as server_queries
 
 SUPERUSER = "postgres"
 # The Debian layout that scripts/install-postgres.sh installs into.
@@ -718,13 +719,13 @@ def _ensure_database(config: Config) -> None:
     try:
         with psycopg.connect(dsn(config, "postgres"), autocommit=True, connect_timeout=10) as conn:
             exists = conn.execute(
-                "select 1 from pg_database where datname = %s", (config.database,)
+                server_queries.DATABASE_EXISTS, {"name": config.database}
             ).fetchone()
             if exists is None:
                 # Another session may create it between the check and here.
                 with suppress(errors.DuplicateDatabase):
                     conn.execute(
-                        sql.SQL("create database {}").format(sql.Identifier(config.database))
+                        server_queries.CREATE_DATABASE.format(name=sql.Identifier(config.database))
                     )
     except psycopg.Error as exc:
         raise ServerError(

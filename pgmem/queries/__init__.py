@@ -11,7 +11,11 @@ text anywhere else in ``pgmem/`` or ``cli/``), one module per consumer:
   the demo);
 - :mod:`pgmem.queries.layers`: short-term and working memory and the assembled prompt
   (sessions, tasks, the worker's fold pass);
-- :mod:`pgmem.queries.bench_layers`: ``pgmem bench --layers``.
+- :mod:`pgmem.queries.bench_layers`: ``pgmem bench --layers``;
+- :mod:`pgmem.queries.schema`: schema management and the embedded server.
+
+The lab (:mod:`pgmem.lab`) still holds its own statements (listed as pending in the
+test).
 
 Rules: a statement is a module-level ``Final`` string (or a ``psycopg.sql.SQL``
 template when it must name an identifier), named in UPPER_SNAKE after what it does;
