@@ -48,6 +48,11 @@ VERBS: dict[str, Verb] = {
     "import": Verb(
         "transfer", "import_", "Import memories exported by `pgmem export` into this tenant."
     ),
+    "session": Verb(
+        "layers", "session_app", "Short-term memory: a conversation's turns, window and summary."
+    ),
+    "task": Verb("layers", "task_app", "Working memory: tasks in progress and their steps."),
+    "prompt": Verb("layers", "prompt", "Print the assembled memory for the next LLM call."),
     "worker": Verb("worker", "worker", "Turn queued conversation turns into memories."),
     "maintain": Verb(
         "maintenance", "maintain", "Run maintenance now: archive, decay, capacity, purge."

@@ -20,6 +20,7 @@ from pgmem.cli.common import (
     steps,
 )
 from pgmem.lab import bench as benchmark
+from pgmem.lab import layers_bench
 
 
 def bench(
@@ -65,6 +66,20 @@ def bench(
     markdown: Annotated[
         bool, typer.Option("--markdown", help="Print the table as Markdown (docs/benchmarks.md).")
     ] = False,
+    layers: Annotated[
+        bool,
+        typer.Option(
+            "--layers",
+            help="Benchmark short-term and working memory instead: appends, window + summary "
+            "+ task reads, prompt vs recall (docs/benchmarks.md).",
+        ),
+    ] = False,
+    messages: Annotated[
+        int, typer.Option(help="--layers: stored session turns (the issue's target: 1,000,000).")
+    ] = layers_bench.DEFAULT_MESSAGES,
+    sessions: Annotated[
+        int, typer.Option(help="--layers: sessions holding them (the issue's target: 10,000).")
+    ] = layers_bench.DEFAULT_SESSIONS,
 ) -> None:
     """Benchmark recall latency, quality and throughput at scale.
 
@@ -78,6 +93,13 @@ def bench(
     if any(s < 1_000 for s in scales):
         raise fail("a scale point needs at least 1,000 memories (one subject)")
     server_dsn = dsn_for(dsn)
+
+    if layers:
+        with steps(quiet=as_json) as progress:
+            _bench_layers(
+                server_dsn, messages, sessions, queries, database, keep, as_json, markdown, progress
+            )
+        return
 
     with database_errors(dsn), steps(quiet=as_json) as progress:
         try:
@@ -112,6 +134,46 @@ def bench(
         return
     console.print(_machine_line(info), highlight=False)
     console.print(_table(results))
+
+
+def _bench_layers(
+    server_dsn: str,
+    messages: int,
+    sessions: int,
+    queries: int,
+    database: str,
+    keep: bool,
+    as_json: bool,
+    markdown: bool,
+    progress: benchmark.Progress,
+) -> None:
+    with database_errors(server_dsn):
+        try:
+            info = benchmark.machine(server_dsn)
+            result = layers_bench.run(
+                server_dsn,
+                messages=messages,
+                sessions=sessions,
+                queries=queries,
+                database=f"{database}_layers",
+                keep=keep,
+                progress=progress,
+            )
+        except (benchmark.BenchError, ValueError) as exc:
+            raise fail(str(exc)) from None
+    if as_json:
+        json.dump({"machine": info, "layers": result.as_dict()}, sys.stdout, default=str, indent=2)
+        sys.stdout.write("\n")
+    elif markdown:
+        sys.stdout.write(f"Machine: {_machine_line(info)}\n\n{result.markdown()}")
+    else:
+        console.print(_machine_line(info), highlight=False)
+        table = Table(title="pgmem bench --layers")
+        table.add_column("")
+        table.add_column("value", justify="right")
+        for label, value in result.rows():
+            table.add_row(label, value)
+        console.print(table)
 
 
 ROWS: list[tuple[str, str]] = [

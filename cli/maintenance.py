@@ -108,13 +108,21 @@ def schedule(
     purge: Annotated[
         str | None, typer.Option("--purge", help="Cron schedule of purge, or 'off'.")
     ] = None,
+    sessions: Annotated[
+        str | None,
+        typer.Option(
+            "--sessions",
+            help="Cron schedule of sessions (idle sessions, retention, task expiry), or 'off'.",
+        ),
+    ] = None,
     remove: Annotated[
         bool, typer.Option("--remove", help="Remove every pgmem job from pg_cron instead.")
     ] = False,
     dsn: DsnOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Install (or update) the pg_cron jobs; defaults: decay hourly, the others nightly."""
+    """Install (or update) the pg_cron jobs; defaults: decay hourly, sessions every 15
+    minutes, the others nightly."""
     with database_errors(dsn), _connect(dsn) as conn:
         if remove:
             row = conn.execute(admin_queries.UNSCHEDULE).fetchone()
@@ -125,7 +133,13 @@ def schedule(
         defaults = {
             r["job"]: r["schedule"] for r in conn.execute(admin_queries.CRON_PLAN).fetchall()
         }
-        given = {"decay": decay, "archive": archive, "capacity": capacity, "purge": purge}
+        given = {
+            "decay": decay,
+            "archive": archive,
+            "capacity": capacity,
+            "purge": purge,
+            "sessions": sessions,
+        }
         chosen = [
             None if value == OFF else (value or defaults[name]) for name, value in given.items()
         ]

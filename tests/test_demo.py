@@ -36,3 +36,16 @@ def test_demo_shows_the_whole_product(dsn: str) -> None:
     assert "superseded" in stored and "浅色" in stored  # dark → light, old fact kept
     assert "'rejected': 1" in stored and "'reinforced': 1" in stored
     assert "## Preferences" in stored and "decay" in stored and "purge" in stored
+    # The other two layers, and the prompt assembled from all three.
+    chat, rest = stored.split("12. Short-term memory", 1)[1].split("13. Working memory", 1)
+    assert "rolling summary v1 (extractive), turns 1-7" in chat
+    assert "[extractive summary: no LLM" in chat and "User is vegetarian" in chat
+    assert '"price_usd": 480' in chat.split("the window", 1)[1]  # the tool result, kept
+    assert "died (exit -9)" in rest and "last completed step 1, now at step 2" in rest
+    assert "recorded = False (no duplicate)" in rest
+    prompt = rest.split("14. One prompt", 1)[1].split("15. Finishing", 1)[0]
+    for section in ("## Current task", "## Conversation summary", "## Long-term memory",
+                    "## Recent conversation"):  # fmt: skip
+        assert section in prompt
+    assert "[x] 1. find a hotel" in prompt and "[>] 3. email the confirmation" in prompt
+    assert '"derived_from": {"task_id":' in rest and "procedural" in rest

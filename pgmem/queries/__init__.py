@@ -9,6 +9,9 @@ text anywhere else in ``pgmem/`` or ``cli/``), one module per consumer:
 - :mod:`pgmem.queries.worker`: the worker;
 - :mod:`pgmem.queries.admin`: the CLI's administration verbs (tenants, maintenance,
   the demo);
+- :mod:`pgmem.queries.layers`: short-term and working memory and the assembled prompt
+  (sessions, tasks, the worker's fold pass);
+- :mod:`pgmem.queries.bench_layers`: ``pgmem bench --layers``;
 - :mod:`pgmem.queries.schema`: schema management and the embedded server;
 - :mod:`pgmem.queries.safety`: the safety measurement (`pgmem eval safety`).
 

@@ -26,7 +26,7 @@ RUN_JOB: Final = (
 MAINTAIN: Final = "select * from pgmem.maintain()"
 CRON_PLAN: Final = "select job, schedule from pgmem.cron_plan()"
 SCHEDULE: Final = (
-    "select job, jobname, schedule, command, jobid from pgmem.schedule(%s, %s, %s, %s)"
+    "select job, jobname, schedule, command, jobid from pgmem.schedule(%s, %s, %s, %s, %s)"
 )
 UNSCHEDULE: Final = "select pgmem.unschedule() as removed"
 HAS_PG_CRON: Final = "select exists (select from pg_extension where extname = 'pg_cron') as here"
@@ -38,3 +38,7 @@ where %(job)s::text is null or job = %(job)s
 order by run_id desc
 limit %(limit)s
 """
+# The demo's short-term memory step: a small window, so its chat overflows it.
+SET_WINDOW_TURNS: Final = (
+    "update pgmem.settings set window_turns = %(turns)s where tenant_id = %(tenant)s"
+)
