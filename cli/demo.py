@@ -279,9 +279,11 @@ def _layers(dsn: str, memory: Memory, worker: Worker) -> None:
         "Kyoto Station Inn booked, April 3-8",
         learned_rule="Book Kyoto hotels early in cherry-blossom season.",
     )
-    print_rows(
-        [r for r in memory.get_all(USER, limit=50) if r["memory_id"] in ids.values()],
-        as_json=False,
-        columns=["memory_id", "kind", "content", "metadata"],
-        formatters={"metadata": lambda m: json.dumps(m)},
-    )
+    # Whole lines, not a table: the metadata is the point (derived_from names the task).
+    for row in memory.get_all(USER, limit=50):
+        if row["memory_id"] in ids.values():
+            console.print(
+                Text(f"{row['memory_id']} {row['kind']}: {row['content']}\n")
+                + Text(f"   metadata {json.dumps(row['metadata'])}", style="dim"),
+                soft_wrap=True,
+            )
