@@ -6,6 +6,7 @@ import typer
 
 from pgmem.cli import bench, db, demo, maintenance, memory, migrate, tenant, transfer, worker
 from pgmem.cli import eval as eval_cmd
+from pgmem.cli import mcp as mcp_cmd
 
 app = typer.Typer(
     name="pgmem",
@@ -36,6 +37,7 @@ app.command("erase")(memory.erase)
 app.command("stats")(memory.stats)
 app.command("export")(transfer.export)
 app.command("import")(transfer.import_)
+app.command("mcp")(mcp_cmd.mcp)
 
 
 def main() -> None:
