@@ -70,8 +70,8 @@ Connection: TypeAlias = psycopg.Connection[Any]
 _Batch: TypeAlias = list[tuple[int, Row, bool]]
 
 # SQLSTATEs meaning "this tenant has no memory with that id": the write path's
-# (10_write.sql, 15_client.sql), lifecycle's restore (30_lifecycle.sql) and the
-# worker functions' (65_worker.sql).
+# (10_input.sql, 16_edits.sql), lifecycle's restore (30_lifecycle.sql) and the
+# worker functions' (65_embed_merge.sql).
 NOT_FOUND_SQLSTATES = frozenset({"PM022", "PM030", "PM060"})
 
 # Memories per pgmem.remember_many call when importing: large enough that the
@@ -656,7 +656,7 @@ class Memory:
             rows = _rows(conn, queries.REMEMBER_MANY, {"items": items, "subject": None})
         except psycopg.Error as exc:
             message = _message(exc)
-            # remember_many names the bad item p_items[n] (10_write.sql), n counting
+            # remember_many names the bad item p_items[n] (10_input.sql), n counting
             # from 1 within this batch: report it as the record it came from.
             named = _BATCH_ITEM.search(message)
             if named is not None and 0 < int(named[1]) <= len(batch):

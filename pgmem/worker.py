@@ -60,6 +60,8 @@ from psycopg.types.json import Jsonb
 
 from pgmem.embed import Embedder, embedder_from_env
 from pgmem.extract import ExtractionResult, Fact, LLMExtractor, extract, merge_facts
+from pgmem.queries import worker as wq
+from pgmem.queries.worker import CHANNEL
 
 __all__ = [
     "APPLICATION_NAME",
@@ -76,7 +78,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 # pgmem.enqueue notifies this channel with the tenant id.
-CHANNEL = "pgmem_inbox"
 # pgmem.claim_jobs' default. With the local model, batches of 16 and 64 turns ran at the
 # same rate (embedding dominates and costs the same per text either way); smaller
 # batches hold their row locks for less time and redo less after a crash.
@@ -99,64 +100,6 @@ _RECONNECT_MAX_DELAY = 30.0
 # Characters of error text kept per failed attempt (fail_job keeps at most 2000).
 _TRACEBACK_CHARS = 1800
 APPLICATION_NAME = "pgmem worker"
-
-# ------------------------------------------------------------------- statements
-
-Q_SESSION = """
-select current_user as role, pgmem._bypasses_rls() as bypasses_rls,
-       pg_has_role(current_user, 'pgmem_service', 'MEMBER') as can_bind,
-       pgmem.current_tenant() as bound_tenant
-"""
-Q_DROP_TO_SERVICE = "set role pgmem_service"
-Q_SET_TENANT = "select pgmem.set_tenant(%(tenant)s)"
-Q_LISTEN = f"listen {CHANNEL}"
-Q_CLAIM_JOBS = "select * from pgmem.claim_jobs(%(limit)s)"
-Q_FINISH_JOB = "select pgmem.finish_job(%(tenant)s, %(inbox_id)s, %(result)s)"
-Q_FAIL_JOB = (
-    "select pgmem.fail_job(%(tenant)s, %(inbox_id)s, %(error)s, %(max_attempts)s) as status"
-)
-Q_REMEMBER = """
-select r.action, r.memory_id, r.related_id, r.similarity
-from pgmem.remember(
-    p_subject => %(subject)s::text,
-    p_content => %(content)s::text,
-    p_embedding => %(embedding)s::real[],
-    p_kind => %(kind)s::text,
-    p_importance => %(importance)s::real,
-    p_triple_subject => %(triple_subject)s::text,
-    p_triple_predicate => %(triple_predicate)s::text,
-    p_triple_object => %(triple_object)s::text,
-    p_session_id => %(session_id)s::text,
-    p_agent_id => %(agent_id)s::text,
-    p_source => %(source)s::text,
-    p_metadata => %(metadata)s::jsonb,
-    p_valid_from => %(valid_from)s::timestamptz
-) as r
-"""
-# Text the extractor refused is never stored, not even in history: the write path's
-# recorder keeps the rule, size and SHA-256. The database's own rule name wins when its
-# check (the authoritative one, pgmem.detect_injection) agrees.
-Q_REJECT = """
-select pgmem._reject(
-    pgmem._require_tenant(), %(subject)s::text, array[%(content)s::text],
-    array[coalesce(pgmem.detect_injection(%(content)s::text), %(reason)s::text)],
-    %(agent_id)s::text, pg_catalog.now()
-)
-"""
-Q_LOAD_MEMORIES = """
-select m.memory_id, m.content, m.status
-from pgmem.memories as m
-where m.tenant_id = %(tenant)s and m.memory_id = any(%(ids)s::bigint[])
-"""
-Q_MERGE = """
-select r.action, r.keep_id, r.other_id, r.content_changed
-from pgmem.merge(%(keep_id)s::bigint, %(other_id)s::bigint, %(content)s::text,
-                 %(embedding)s::real[]) as r
-"""
-Q_CLAIM_UNEMBEDDED = "select * from pgmem.claim_unembedded(%(limit)s)"
-Q_SET_EMBEDDING = (
-    "select pgmem.set_embedding(%(memory_id)s::bigint, %(embedding)s::real[], %(model)s::text)"
-)
 
 
 class WorkerError(RuntimeError):
@@ -369,7 +312,7 @@ class Worker:
         return conn
 
     def _configure(self, conn: Conn) -> None:
-        who = conn.execute(Q_SESSION).fetchone()
+        who = conn.execute(wq.SESSION).fetchone()
         assert who is not None
         role, bypasses, can_bind = who["role"], who["bypasses_rls"], who["can_bind"]
         bound = who["bound_tenant"]
@@ -395,14 +338,14 @@ class Worker:
         if bypasses:
             # RLS is what scopes pgmem.claim_jobs to one tenant; a role that bypasses
             # it would claim every tenant's jobs.
-            conn.execute(Q_DROP_TO_SERVICE)
+            conn.execute(wq.DROP_TO_SERVICE)
             log.info("serving tenant %s only: acting as pgmem_service (was %s)", self.tenant, role)
         with conn.transaction():
-            conn.execute(Q_SET_TENANT, {"tenant": self.tenant})  # PM002 now if it is unknown
+            conn.execute(wq.SET_TENANT, {"tenant": self.tenant})  # PM002 now if it is unknown
 
     def _listen(self) -> psycopg.Connection[Any]:
         conn = psycopg.connect(self.dsn, autocommit=True, application_name=APPLICATION_NAME)
-        conn.execute(Q_LISTEN)
+        conn.execute(wq.LISTEN)
         return conn
 
     @contextmanager
@@ -410,12 +353,12 @@ class Worker:
         """One batch transaction, bound to the worker's tenant when it has one."""
         with conn.transaction():
             if self.tenant is not None and self._bind_per_job:
-                conn.execute(Q_SET_TENANT, {"tenant": self.tenant})
+                conn.execute(wq.SET_TENANT, {"tenant": self.tenant})
             yield
 
     def _bind(self, conn: Conn, tenant: str) -> None:
         if self._bind_per_job:
-            conn.execute(Q_SET_TENANT, {"tenant": tenant})
+            conn.execute(wq.SET_TENANT, {"tenant": tenant})
 
     # --------------------------------------------------------------------- loop
 
@@ -491,7 +434,7 @@ class Worker:
         stats = BatchStats()
         started = time.monotonic()
         with self._transaction(conn):
-            jobs = conn.execute(Q_CLAIM_JOBS, {"limit": self.batch}).fetchall()
+            jobs = conn.execute(wq.CLAIM_JOBS, {"limit": self.batch}).fetchall()
             if not jobs:
                 return 0
             stats.jobs = len(jobs)
@@ -534,7 +477,7 @@ class Worker:
                 else:
                     raise JobError(f"the worker does not handle {job['job']!r} jobs")
                 conn.execute(
-                    Q_FINISH_JOB, {"tenant": tenant, "inbox_id": inbox_id, "result": Jsonb(result)}
+                    wq.FINISH_JOB, {"tenant": tenant, "inbox_id": inbox_id, "result": Jsonb(result)}
                 )
         except Exception as exc:
             if conn.broken:
@@ -555,7 +498,7 @@ class Worker:
         with conn.transaction():
             self._bind(conn, tenant)
             row = conn.execute(
-                Q_FAIL_JOB,
+                wq.FAIL_JOB,
                 {
                     "tenant": tenant,
                     "inbox_id": inbox_id,
@@ -618,7 +561,7 @@ class Worker:
                 rows = {
                     r["memory_id"]: r
                     for r in conn.execute(
-                        Q_LOAD_MEMORIES, {"tenant": job["tenant_id"], "ids": [stored_id, new_id]}
+                        wq.LOAD_MEMORIES, {"tenant": job["tenant_id"], "ids": [stored_id, new_id]}
                     )
                 }
         except Exception as exc:
@@ -692,7 +635,7 @@ class Worker:
             actions.append(self._remember(conn, fact, vector, common))
         for rejected in turn.result.rejected:
             conn.execute(
-                Q_REJECT,
+                wq.REJECT,
                 {
                     "subject": job["subject"],
                     "content": rejected.text,
@@ -711,7 +654,7 @@ class Worker:
     ) -> dict[str, Any]:
         triple = fact.triple or (None, None, None)
         row = conn.execute(
-            Q_REMEMBER,
+            wq.REMEMBER,
             {
                 **common,
                 "content": fact.content,
@@ -731,7 +674,7 @@ class Worker:
         if item.error is not None:
             raise item.error
         row = conn.execute(
-            Q_MERGE,
+            wq.MERGE,
             {
                 "keep_id": item.keep_id,
                 "other_id": item.other_id,
@@ -748,7 +691,7 @@ class Worker:
         """Embed active memories that have no vector; returns how many got one."""
         embedded = 0
         with self._transaction(conn):
-            rows = conn.execute(Q_CLAIM_UNEMBEDDED, {"limit": EMBED_PASS_LIMIT}).fetchall()
+            rows = conn.execute(wq.CLAIM_UNEMBEDDED, {"limit": EMBED_PASS_LIMIT}).fetchall()
             if not rows:
                 return 0
             try:
@@ -761,7 +704,7 @@ class Worker:
                     with conn.transaction():
                         self._bind(conn, row["tenant_id"])
                         conn.execute(
-                            Q_SET_EMBEDDING,
+                            wq.SET_EMBEDDING,
                             {
                                 "memory_id": row["memory_id"],
                                 "embedding": _vector(vector),
