@@ -61,8 +61,8 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from pgmem import queries
 from pgmem.client import Connection, Memory, Row, _rows
+from pgmem.queries import integrations as queries
 
 __all__ = ["PgmemStore", "namespace_of", "subject_of"]
 

@@ -37,10 +37,11 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from pgmem import __version__, queries
+from pgmem import __version__
 from pgmem.client import Memory, MemoryNotFound, Row, TenantError, _message, _one
 from pgmem.embed import EmbeddingError
 from pgmem.extract import KINDS, LLMError
+from pgmem.queries import integrations as queries
 
 __all__ = ["LONG_TERM_TOOLS", "Binding", "StartupError", "bind", "build_server"]
 

@@ -24,14 +24,12 @@ __all__ = [
     "CAPACITY_USAGE",
     "CONTEXT",
     "COUNT_EXPORT",
-    "CURRENT_TENANT",
     "ENQUEUE",
     "ERASE_SUBJECT",
     "EXPORT_MEMORIES",
     "FORGET",
     "GET_MEMORY",
     "HISTORY",
-    "LANGGRAPH_NAMESPACES",
     "LIST_MEMORIES",
     "MEMORY_STATS",
     "PIN",
@@ -250,26 +248,4 @@ where m.tenant_id = (select pgmem._require_tenant())
   and (%(subject)s::text is null or m.subject = %(subject)s::text)
   and (%(statuses)s::text[] is null or m.status = any (%(statuses)s::text[]))
 order by m.memory_id
-"""
-
-# ------------------------------------------------------------------ integrations
-
-# The tenant a connection acts for after binding (NULL: none); the MCP server refuses
-# to start without one.
-CURRENT_TENANT: Final = "select pgmem.current_tenant() as tenant"
-
-# Subjects holding active LangGraph store items (metadata key langgraph_keys), under a
-# dotted namespace prefix (LangGraph forbids '.' inside a namespace label, so the
-# dotted form of a namespace is unambiguous).
-LANGGRAPH_NAMESPACES: Final = """
-select distinct m.subject
-from pgmem.memories as m
-where m.tenant_id = (select pgmem._require_tenant())
-  and m.status = 'active'
-  and m.metadata ? 'langgraph_keys'
-  and (%(prefix)s::text is null
-       or m.subject = %(prefix)s::text
-       or pg_catalog.left(m.subject, pg_catalog.length(%(prefix)s::text) + 1)
-          = %(prefix)s::text || '.')
-order by m.subject
 """
