@@ -30,7 +30,7 @@ JOB_NAMES = "select pgmem._job_names() as jobs"
 # p_now NULL would mean "no clock", so an absent --now becomes now().
 RUN_JOB = "select * from pgmem.run_job(%(job)s, coalesce(%(now)s::timestamptz, now()), %(tenant)s)"
 CRON_PLAN = "select job, schedule from pgmem.cron_plan()"
-SCHEDULE = "select job, jobname, schedule, command, jobid from pgmem.schedule(%s, %s, %s, %s)"
+SCHEDULE = "select job, jobname, schedule, command, jobid from pgmem.schedule(%s, %s, %s, %s, %s)"
 UNSCHEDULE = "select pgmem.unschedule() as removed"
 HAS_PG_CRON = "select exists (select from pg_extension where extname = 'pg_cron') as here"
 SCHEDULED_JOBS = "select * from pgmem.scheduled_jobs()"
@@ -120,13 +120,18 @@ def schedule(
     purge: Annotated[
         str | None, typer.Option("--purge", help="Cron schedule of purge, or 'off'.")
     ] = None,
+    sessions: Annotated[
+        str | None,
+        typer.Option("--sessions", help="Cron schedule of sessions (idle, retention, task expiry), or 'off'."),
+    ] = None,
     remove: Annotated[
         bool, typer.Option("--remove", help="Remove every pgmem job from pg_cron instead.")
     ] = False,
     dsn: DsnOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Install (or update) the pg_cron jobs; defaults: decay hourly, the others nightly."""
+    """Install (or update) the pg_cron jobs; defaults: decay hourly, sessions every 15
+    minutes, the others nightly."""
     with database_errors(), _connect(dsn) as conn:
         if remove:
             row = conn.execute(UNSCHEDULE).fetchone()
@@ -135,7 +140,13 @@ def schedule(
             return
         # Options left out keep the defaults declared in SQL (pgmem.cron_plan).
         defaults = {r["job"]: r["schedule"] for r in conn.execute(CRON_PLAN).fetchall()}
-        given = {"decay": decay, "archive": archive, "capacity": capacity, "purge": purge}
+        given = {
+            "decay": decay,
+            "archive": archive,
+            "capacity": capacity,
+            "purge": purge,
+            "sessions": sessions,
+        }
         chosen = [
             None if value == OFF else (value or defaults[name]) for name, value in given.items()
         ]

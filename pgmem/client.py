@@ -38,8 +38,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import date, datetime
-from typing import Any, Literal, TypeAlias
+from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import psycopg
 from psycopg.rows import dict_row
@@ -49,6 +49,11 @@ from pgmem import queries
 from pgmem.db import resolve_dsn
 from pgmem.embed import Embedder, embedder_from_env
 from pgmem.extract import KINDS, LLMExtractor, Mode, as_messages, extract
+from pgmem.queries import layers as layer_queries
+
+if TYPE_CHECKING:
+    from pgmem.session import Session
+    from pgmem.task import Task
 
 __all__ = [
     "AddResult",
@@ -564,6 +569,60 @@ class Memory:
                 "backlog": backlog[0] if backlog else None,
                 "capacity": _rows(c, queries.CAPACITY_USAGE, params),
             }
+
+    # ------------------------------------------ short-term and working memory
+
+    def session(self, session_id: str, user_id: str) -> Session:
+        """The conversation ``session_id`` about ``user_id``: append turns, read the
+        window and the rolling summary, assemble the prompt (:class:`pgmem.session.Session`)."""
+        from pgmem.session import Session  # session.py builds on this module
+
+        return Session(self, session_id, user_id)
+
+    def start_task(
+        self,
+        user_id: str,
+        goal: str,
+        plan: Sequence[str],
+        *,
+        session_id: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+        status: str = "running",
+        max_retries: int | None = None,
+        ttl: timedelta | None = None,
+        conn: Connection | None = None,
+    ) -> Task:
+        """Start a task (``pgmem.start_task``): goal and plan first, steps recorded as
+        they complete (:class:`pgmem.task.Task`). Retries and expiry default to the
+        tenant's ``task_max_retries`` and ``task_ttl``."""
+        params = {
+            "subject": user_id,
+            "goal": goal,
+            "plan": _jsonb(list(plan)),
+            "session_id": session_id,
+            "variables": _jsonb(dict(variables or {})),
+            "status": status,
+            "max_retries": max_retries,
+            "ttl": ttl,
+        }
+        with self.transaction(conn) as c:
+            return self.task(int(_one(c, layer_queries.START_TASK, params)["task_id"]))
+
+    def task(self, task_id: int) -> Task:
+        """A handle on task ``task_id`` (no query until it is used)."""
+        from pgmem.task import Task  # task.py builds on this module
+
+        return Task(self, task_id)
+
+    def resume_task(
+        self, user_id: str, session_id: str | None = None, *, conn: Connection | None = None
+    ) -> Task | None:
+        """The latest unfinished task of ``user_id``'s session (``pgmem.resume_task``),
+        or None: what an agent that crashed continues."""
+        params = {"subject": user_id, "session_id": session_id}
+        with self.transaction(conn) as c:
+            rows = _rows(c, layer_queries.RESUME_TASK, params)
+        return self.task(int(rows[0]["task_id"])) if rows else None
 
     # -------------------------------------------------------- export / import
 

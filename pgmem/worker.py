@@ -11,6 +11,9 @@ What it does with each kind of work:
   texts (LLM, or the more specific one kept whole) and call ``pgmem.merge``.
 - ``embed`` pass: active memories written by plain SQL without an embedding
   (``pgmem.claim_unembedded`` / ``pgmem.set_embedding``); no inbox row is involved.
+- ``fold`` pass: sessions whose turns left the window (``pgmem.claim_folds``, a lease
+  committed at once, so appends never wait on the LLM) get the next version of their
+  rolling summary (:func:`pgmem.summarize.fold`, then ``pgmem.save_summary``).
 
 Transactions: one per batch. Jobs are claimed with ``pgmem.claim_jobs`` (FOR UPDATE
 SKIP LOCKED, so workers run side by side), each job runs in a savepoint with its
@@ -60,6 +63,8 @@ from psycopg.types.json import Jsonb
 
 from pgmem.embed import Embedder, embedder_from_env
 from pgmem.extract import ExtractionResult, Fact, LLMExtractor, extract, merge_facts
+from pgmem.summarize import fold
+from pgmem.queries import layers as lq
 from pgmem.queries import worker as wq
 from pgmem.queries.worker import CHANNEL
 
@@ -90,6 +95,8 @@ DEFAULT_POLL_INTERVAL = 5.0
 DEFAULT_MAX_ATTEMPTS = 5
 # Memories embedded per pass of the embed pass (one embedding call, one transaction).
 EMBED_PASS_LIMIT = 64
+# Sessions summarized per fold pass: each may be an LLM call, made one after another.
+FOLD_PASS_LIMIT = 8
 # Threads asking the LLM about the turns of one batch at once; rules alone are CPU-bound
 # and run in the calling thread.
 LLM_CONCURRENCY = 8
@@ -135,6 +142,7 @@ class WorkerStats:
     failed: int = 0
     facts: int = 0
     embedded: int = 0
+    folded: int = 0
     actions: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0  # serving, after the model was loaded
 
@@ -155,6 +163,7 @@ class WorkerStats:
             "failed": self.failed,
             "facts": self.facts,
             "embedded": self.embedded,
+            "folded": self.folded,
             "actions": dict(sorted(self.actions.items())),
             "seconds": round(self.seconds, 3),
         }
@@ -406,10 +415,11 @@ class Worker:
                 if not self.stopping and (jobs < self.batch or time.monotonic() >= next_embed_pass):
                     embedded = self.embed_pass(conn)
                     next_embed_pass = time.monotonic() + self.poll_interval
-                if jobs >= self.batch or embedded >= EMBED_PASS_LIMIT:
+                folded = 0 if self.stopping else self.fold_pass(conn)
+                if jobs >= self.batch or embedded >= EMBED_PASS_LIMIT or folded >= FOLD_PASS_LIMIT:
                     continue  # more may be waiting
                 if listener is None:
-                    if jobs == 0 and embedded == 0:
+                    if jobs == 0 and embedded == 0 and folded == 0:
                         return
                     continue
                 self._wait(listener)
@@ -725,3 +735,43 @@ class Worker:
         self.stats.embedded += embedded
         log.info("embed pass: %d memories embedded", embedded)
         return embedded
+
+    def fold_pass(self, conn: Conn) -> int:
+        """Fold the turns that left their session's window into its rolling summary;
+        returns how many sessions were claimed."""
+        with self._transaction(conn):
+            claims = conn.execute(lq.CLAIM_FOLDS, {"limit": FOLD_PASS_LIMIT}).fetchall()
+        # The leases are committed: the summaries are written outside any transaction.
+        for claim in claims:
+            folded = fold(claim["previous_summary"], claim["turns"], self.llm)
+            try:
+                with conn.transaction():
+                    self._bind(conn, claim["tenant_id"])
+                    row = conn.execute(
+                        lq.SAVE_SUMMARY,
+                        {
+                            "subject": claim["subject"],
+                            "session_id": claim["session_id"],
+                            "from_seq": claim["from_seq"],
+                            "through_seq": claim["through_seq"],
+                            "summary": folded.summary,
+                            "method": folded.method,
+                            "model": folded.model,
+                        },
+                    ).fetchone()
+            except psycopg.Error as exc:
+                if conn.broken:
+                    raise
+                # The lease runs out and the next pass tries again.
+                log.warning(
+                    "fold pass: session %s of tenant %s: %s",
+                    claim["session_id"],
+                    claim["tenant_id"],
+                    exc,
+                )
+                continue
+            if row is not None and row["version"] is not None:
+                self.stats.folded += 1
+        if claims:
+            log.info("fold pass: %d sessions summarized", len(claims))
+        return len(claims)

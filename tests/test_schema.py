@@ -110,6 +110,11 @@ def test_every_tenant_table_forces_rls_and_leads_with_tenant(admin: psycopg.Conn
         "memory_links",
         "memory_events",
         "inbox",
+        "sessions",
+        "session_messages",
+        "session_summaries",
+        "tasks",
+        "task_steps",
     }
     assert all(rls and forced for _, rls, forced in tables), tables
     # tenant_id leads every index of a tenant table, except HNSW (one column only).

@@ -6,7 +6,9 @@ text anywhere else in ``pgmem/`` or ``cli/``), one module per consumer:
 
 - :mod:`pgmem.queries.client`: the ``Memory`` client and the memory CLI verbs
   (re-exported here, so ``queries.RECALL`` is ``queries.client.RECALL``);
-- :mod:`pgmem.queries.worker`: the worker.
+- :mod:`pgmem.queries.worker`: the worker;
+- :mod:`pgmem.queries.layers`: short-term and working memory and the assembled prompt
+  (sessions, tasks, the worker's fold pass).
 
 Rules: a statement is a module-level ``Final`` string (or a ``psycopg.sql.SQL``
 template when it must name an identifier), named in UPPER_SNAKE after what it does;
