@@ -56,8 +56,10 @@ def mcp(
 ) -> None:
     """Serve memory to agents over the Model Context Protocol.
 
-    Tools: remember, recall, context, list_memories, update, forget, pin, unpin,
-    history; resource pgmem://memories/{user}. The server acts for one tenant and
+    Tools: long-term (remember, recall, context, list_memories, update, forget, pin,
+    unpin, history), sessions (append_turn, session_window, session_summary, prompt)
+    and tasks (start_task, resume_task, task_state, record_step, fail_step,
+    finish_task); resource pgmem://memories/{user}. The server acts for one tenant and
     refuses to start without one. Needs the optional extra named mcp (make setup installs it).
     """
     try:

@@ -39,6 +39,18 @@ LONG_TERM = {
     "unpin",
     "history",
 }
+SESSION_AND_TASK = {
+    "append_turn",
+    "session_window",
+    "session_summary",
+    "prompt",
+    "start_task",
+    "resume_task",
+    "task_state",
+    "record_step",
+    "fail_step",
+    "finish_task",
+}
 
 
 def server_params(dsn: str, *args: str) -> StdioServerParameters:
@@ -75,7 +87,7 @@ def test_stdio_every_long_term_tool(db: Db, new_tenant: Callable[[], Tenant]) ->
     async def body() -> None:
         async with Client(server_params(acme.dsn)) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert set(tools) >= LONG_TERM
+            assert set(tools) == LONG_TERM | SESSION_AND_TASK
             for tool in tools.values():
                 assert tool.description, tool.name
             recall_schema = tools["recall"].input_schema
@@ -173,10 +185,75 @@ def test_stdio_every_long_term_tool(db: Db, new_tenant: Callable[[], Tenant]) ->
     assert row == ("active", False)
 
 
+def test_stdio_session_and_task_tools(db: Db, new_tenant: Callable[[], Tenant]) -> None:
+    acme, other = new_tenant(), new_tenant()
+    foreign = Memory(conn=other.conn, embedder=False, llm=False).start_task(
+        "bob", "a task of another tenant", ["one"]
+    )
+
+    async def body() -> None:
+        async with Client(server_params(acme.dsn)) as client:
+
+            async def call(tool: str, **arguments: Any) -> Any:
+                return data(await client.call_tool(tool, arguments))
+
+            chat = {"session_id": "chat-1", "user": "alice"}
+            await call("append_turn", role="system", content="Be brief.", **chat)
+            first = await call(
+                "append_turn", role="user", content="I fly to Paris on 12 May", **chat
+            )
+            assert first["seq"] == 2 and first["inbox_id"] is not None
+            await call("append_turn", role="assistant", content="Noted: Paris, 12 May.", **chat)
+            window = await call("session_window", **chat)
+            assert [t["role"] for t in window] == ["system", "user", "assistant"]
+            assert await call("session_summary", **chat) is None  # no fold yet
+
+            task = await call("start_task", goal="book the flight", plan=["search", "book"], **chat)
+            task_id = task["task_id"]
+            assert task["status"] == "running" and task["plan"] == ["search", "book"]
+            step = await call("record_step", task_id=task_id, step=1, observation="3 flights")
+            assert step["recorded"] is True
+            again = await call("record_step", task_id=task_id, step=1, observation="3 flights")
+            assert again["recorded"] is False  # idempotent
+            failed = await call("fail_step", task_id=task_id, step=2, error="card declined")
+            assert failed["retries"] == 1
+            resumed = await call("resume_task", **chat)
+            assert resumed["task_id"] == task_id and resumed["last_completed_step"] == 1
+
+            block = await call("prompt", query="Paris", token_budget=1000, **chat)
+            assert "book the flight" in block and "Paris" in block
+
+            done = await call(
+                "finish_task", task_id=task_id, outcome="booked AF123", learned_rule=None
+            )
+            assert done["memory_id"] is not None
+            assert (await call("task_state", task_id=task_id))["status"] == "done"
+            assert await call("resume_task", **chat) is None
+
+            # Errors carry the engine's codes; another tenant's task is unknown here.
+            bad_role = await client.call_tool(
+                "append_turn", {"role": "narrator", "content": "x", **chat}
+            )
+            assert "role" in error_text(bad_role)
+            bad_step = await client.call_tool("record_step", {"task_id": task_id, "step": 9})
+            assert "PM08" in error_text(bad_step)
+            for tool, args in (
+                ("task_state", {}),
+                ("record_step", {"step": 1}),
+                ("finish_task", {}),
+            ):
+                result = await client.call_tool(tool, {"task_id": foreign.task_id, **args})
+                assert "task" in error_text(result)
+
+    run(body)
+    assert foreign.state()["status"] == "running"
+
+
 def test_fixed_subject_confines_ids(db: Db, new_tenant: Callable[[], Tenant]) -> None:
     acme = new_tenant()
     memory = Memory(conn=acme.conn, embedder=False, llm=False)
     bobs = memory.add("Bob likes tea", "bob", infer=False)[0]["memory_id"]
+    bobs_task = memory.start_task("bob", "bob's errand", ["go"])
     server = build_server(bind(memory, subject="alice"))
 
     async def body() -> None:
@@ -191,9 +268,12 @@ def test_fixed_subject_confines_ids(db: Db, new_tenant: Callable[[], Tenant]) ->
                 await client.call_tool("recall", {"query": "tea", "user": "bob"})
             )
             assert "PM022" in error_text(await client.call_tool("forget", {"memory_id": bobs}))
+            finish = await client.call_tool("finish_task", {"task_id": bobs_task.task_id})
+            assert "unknown task id" in error_text(finish)
 
     run(body)
     assert memory.get(bobs)["status"] == "active"
+    assert bobs_task.state()["status"] == "running"
 
 
 def test_refuses_to_start_without_a_tenant(db: Db, login_role: Callable[[str], Any]) -> None:

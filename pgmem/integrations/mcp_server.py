@@ -17,9 +17,10 @@ Errors. Anything the database refuses comes back as an MCP tool error (``is_erro
 whose text carries the message, the PM code and the hint; the server keeps running.
 Result sizes are bounded by the schemas (``k``, ``limit``, ``token_budget``).
 
-Tool groups. :data:`LONG_TERM_TOOLS` is the long-term layer. The session and task
-layers (issue 9) slot in as further groups registered by :func:`build_server` the same
-way, once their SQL functions exist.
+Tool groups, one per memory layer: :data:`LONG_TERM_TOOLS` (facts, preferences,
+episodes: ``pgmem.memories``), :data:`SESSION_TOOLS` (short-term: a conversation's
+turns, window, rolling summary and the prompt assembled from every layer) and
+:data:`TASK_TOOLS` (working memory: a task's goal, plan, steps and outcome).
 """
 
 from __future__ import annotations
@@ -42,19 +43,34 @@ from pgmem.client import Memory, MemoryNotFound, Row, TenantError, _message, _on
 from pgmem.embed import EmbeddingError
 from pgmem.extract import KINDS, LLMError
 from pgmem.queries import integrations as queries
+from pgmem.task import Task
 
-__all__ = ["LONG_TERM_TOOLS", "Binding", "StartupError", "bind", "build_server"]
+__all__ = [
+    "LONG_TERM_TOOLS",
+    "SESSION_TOOLS",
+    "TASK_TOOLS",
+    "Binding",
+    "StartupError",
+    "bind",
+    "build_server",
+]
 
 # Bounds an agent cannot talk its way past: a tool result stays a few pages of text.
 MAX_K = 50  # recall hits per call
 MAX_LIST = 100  # list_memories rows per call (pages with offset)
 MAX_TOKEN_BUDGET = 8000  # context block, in pgmem.context's estimated tokens
 MAX_HOPS = 3  # ripple over memory_links; pgmem.recall allows 0..3
+MAX_WINDOW_TURNS = 200  # session_window turns per call
+MAX_PLAN_STEPS = 50  # steps in a task plan
 
 Kind: TypeAlias = Literal["episodic", "semantic", "preference", "procedural"]
 assert set(KINDS) == set(get_args(Kind))  # the schema's enum is the engine's list
 
 MemoryId = Annotated[int, Field(ge=1, description="Memory id, as returned by recall or list.")]
+TaskId = Annotated[int, Field(ge=1, description="Task id, from start_task or resume_task.")]
+SessionId = Annotated[
+    str, Field(min_length=1, max_length=256, description="Conversation (session) id.")
+]
 User = Annotated[
     str | None,
     Field(
@@ -78,6 +94,10 @@ Long-term memory of the user, kept in PostgreSQL by pgmem.
   pgmem extracts the facts, merges duplicates and lets a new fact supersede an old one.
 - When a memory is wrong, correct it with `update` (keeps the history) or remove it
   with `forget`; `pin` what must never fade. `history` shows every change of a memory.
+- In a conversation, `append_turn` each turn and call `prompt` for the whole memory
+  (task, summary, recent turns, long-term facts) under one budget.
+- For multi-step work, `start_task` with a plan, `record_step` as steps complete,
+  `finish_task` at the end; after a restart, `resume_task` says where you were.
 """
 
 
@@ -116,6 +136,13 @@ class Binding:
         if row is None or row["subject"] != self.subject:
             raise MemoryNotFound(memory_id)
 
+    def task(self, task_id: int) -> Task:
+        """A task handle; with a fixed subject, other subjects' tasks are unknown."""
+        task = self.memory.task(task_id)
+        if self.subject is not None and task.state()["subject"] != self.subject:
+            raise LookupError(f"unknown task id: {task_id}")
+        return task
+
     @contextmanager
     def call(self) -> Iterator[None]:
         """Serialize use of the connection and turn every failure into a tool error."""
@@ -132,6 +159,8 @@ def tool_errors() -> Iterator[None]:
         raise
     except MemoryNotFound as exc:
         raise ToolError(f"{exc} [PM022] (hint: recall or list_memories shows valid ids)") from exc
+    except LookupError as exc:  # Task.state: no such task for this tenant
+        raise ToolError(f"{exc} (hint: start_task or resume_task gives a task id)") from exc
     except psycopg.Error as exc:
         code = f" [{exc.sqlstate}]" if exc.sqlstate else ""
         primary, _, hint = _message(exc).partition(" (hint: ")
@@ -356,6 +385,169 @@ def _history(b: Binding) -> Callable[..., list[Row]]:
     return history
 
 
+# --------------------------------------------------------- short-term (sessions)
+
+
+def _append_turn(b: Binding) -> Callable[..., Row]:
+    def append_turn(
+        session_id: SessionId,
+        role: Literal["system", "user", "assistant", "tool"],
+        content: Annotated[str, Field(max_length=65536)],
+        user: User = None,
+        protected: Annotated[
+            bool, Field(description="Never cut from the window (e.g. instructions).")
+        ] = False,
+        extract: Annotated[
+            bool, Field(description="Queue a user turn for fact extraction (default true).")
+        ] = True,
+    ) -> Row:
+        """Append one turn to a conversation's short-term memory. Returns its `seq` and,
+        for a user turn, the `inbox_id` of the job that extracts its facts into
+        long-term memory."""
+        with b.call():
+            chat = b.memory.session(session_id, b.user(user))
+            return chat.append(role, content, protected=protected, extract=extract)
+
+    return append_turn
+
+
+def _session_window(b: Binding) -> Callable[..., list[Row]]:
+    def session_window(
+        session_id: SessionId,
+        user: User = None,
+        turns: Annotated[int | None, Field(ge=1, le=MAX_WINDOW_TURNS)] = None,
+        tokens: Annotated[int | None, Field(ge=1, le=MAX_TOKEN_BUDGET)] = None,
+    ) -> list[Row]:
+        """The recent turns of a conversation shown verbatim, oldest first (system and
+        protected turns always). Caps default to the tenant's settings."""
+        with b.call():
+            return b.memory.session(session_id, b.user(user)).window(turns=turns, tokens=tokens)
+
+    return session_window
+
+
+def _session_summary(b: Binding) -> Callable[..., Row | None]:
+    def session_summary(session_id: SessionId, user: User = None) -> Row | None:
+        """The rolling summary of what left the conversation's window, with the turns
+        it covers; null before the first summary."""
+        with b.call():
+            return b.memory.session(session_id, b.user(user)).summary()
+
+    return session_summary
+
+
+def _prompt(b: Binding) -> Callable[..., str]:
+    def prompt(
+        session_id: SessionId,
+        query: Annotated[
+            str | None, Field(description="What the next answer is about (for long-term recall).")
+        ] = None,
+        user: User = None,
+        token_budget: Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET)] = 2000,
+    ) -> str:
+        """The whole memory for the next answer, in labelled sections under one token
+        budget: the open task, the conversation summary, the recent turns and the
+        long-term memories relevant to `query`."""
+        with b.call():
+            chat = b.memory.session(session_id, b.user(user))
+            return chat.prompt(query, token_budget=token_budget)
+
+    return prompt
+
+
+# ------------------------------------------------------------- working (tasks)
+
+
+def _start_task(b: Binding) -> Callable[..., Row]:
+    def start_task(
+        goal: Annotated[str, Field(min_length=1, max_length=4096)],
+        plan: Annotated[
+            list[Annotated[str, Field(min_length=1)]],
+            Field(min_length=1, max_length=MAX_PLAN_STEPS, description="The steps, in order."),
+        ],
+        user: User = None,
+        session_id: Annotated[str | None, Field(description="Conversation it belongs to.")] = None,
+    ) -> Row:
+        """Start a task: its goal and plan are kept in working memory, so the work
+        survives a crash (see resume_task). Returns the task's state with its task_id."""
+        with b.call():
+            task = b.memory.start_task(b.user(user), goal, plan, session_id=session_id)
+            return task.state()
+
+    return start_task
+
+
+def _resume_task(b: Binding) -> Callable[..., Row | None]:
+    def resume_task(
+        user: User = None,
+        session_id: Annotated[str | None, Field(description="Only this conversation.")] = None,
+    ) -> Row | None:
+        """The latest unfinished task of the user (or of a conversation), with its plan,
+        current step and recorded steps; null when there is none."""
+        with b.call():
+            task = b.memory.resume_task(b.user(user), session_id)
+            return None if task is None else task.state()
+
+    return resume_task
+
+
+def _task_state(b: Binding) -> Callable[..., Row]:
+    def task_state(task_id: TaskId) -> Row:
+        """A task's goal, plan, current step, status, variables and recorded steps."""
+        with b.call():
+            return b.task(task_id).state()
+
+    return task_state
+
+
+def _record_step(b: Binding) -> Callable[..., Row]:
+    def record_step(
+        task_id: TaskId,
+        step: Annotated[int, Field(ge=1, description="The plan step that completed (from 1).")],
+        observation: Annotated[str | None, Field(max_length=16384)] = None,
+        variables: Annotated[
+            dict[str, Any] | None, Field(description="Merged into the task's variables.")
+        ] = None,
+    ) -> Row:
+        """Record that a step completed. Idempotent: recording it again returns
+        `recorded: false` and changes nothing."""
+        with b.call():
+            return b.task(task_id).record(step, observation=observation, variables=variables)
+
+    return record_step
+
+
+def _fail_step(b: Binding) -> Callable[..., Row]:
+    def fail_step(
+        task_id: TaskId,
+        step: Annotated[int, Field(ge=1)],
+        error: Annotated[str, Field(min_length=1, max_length=16384)],
+    ) -> Row:
+        """Count a failed attempt at a step; past the retry limit the task fails."""
+        with b.call():
+            return b.task(task_id).fail(step, error)
+
+    return fail_step
+
+
+def _finish_task(b: Binding) -> Callable[..., Row]:
+    def finish_task(
+        task_id: TaskId,
+        outcome: Annotated[str | None, Field(max_length=16384)] = None,
+        status: Literal["done", "failed", "cancelled"] = "done",
+        learned_rule: Annotated[
+            str | None,
+            Field(description="A rule worth keeping for next time (stored as a procedure)."),
+        ] = None,
+    ) -> Row:
+        """End a task: its scratch state is cleared and it is distilled into long-term
+        memory. Returns memory_id (the episode) and procedure_id (the learned rule)."""
+        with b.call():
+            return b.task(task_id).finish(outcome, status=status, learned_rule=learned_rule)
+
+    return finish_task
+
+
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(destructive_hint=False, open_world_hint=False)
 EDITS = ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -372,6 +564,20 @@ LONG_TERM_TOOLS: Sequence[tuple[Callable[[Binding], Callable[..., Any]], ToolAnn
     (_unpin, EDITS),
     (_history, READ_ONLY),
 )
+SESSION_TOOLS: Sequence[tuple[Callable[[Binding], Callable[..., Any]], ToolAnnotations]] = (
+    (_append_turn, WRITES),
+    (_session_window, READ_ONLY),
+    (_session_summary, READ_ONLY),
+    (_prompt, READ_ONLY),
+)
+TASK_TOOLS: Sequence[tuple[Callable[[Binding], Callable[..., Any]], ToolAnnotations]] = (
+    (_start_task, WRITES),
+    (_resume_task, READ_ONLY),
+    (_task_state, READ_ONLY),
+    (_record_step, WRITES),
+    (_fail_step, WRITES),
+    (_finish_task, EDITS),
+)
 
 
 def build_server(binding: Binding) -> MCPServer:
@@ -383,7 +589,7 @@ def build_server(binding: Binding) -> MCPServer:
         version=__version__,
         log_level="WARNING",
     )
-    for factory, hints in LONG_TERM_TOOLS:
+    for factory, hints in (*LONG_TERM_TOOLS, *SESSION_TOOLS, *TASK_TOOLS):
         server.add_tool(factory(binding), annotations=hints, structured_output=True)
 
     @server.resource(
