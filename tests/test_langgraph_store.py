@@ -166,6 +166,38 @@ def test_same_content_is_one_memory_with_both_keys(pgmem_store: PgmemStore) -> N
     assert pgmem_store.get(ns, "b").value["again"] is True  # type: ignore[union-attr]
 
 
+def test_items_survive_the_workers_merge(pgmem_store: PgmemStore) -> None:
+    """pgmem.merge (the worker's consolidation of near-duplicates) marks one memory
+    merged; its keys stay readable, and writing them again finds them a live home."""
+    ns = ("memories", "frank")
+    pgmem_store.put(ns, "a", {"content": "Frank drinks black coffee"})
+    pgmem_store.put(ns, "b", {"content": "Frank drinks his coffee black", "src": "b"})
+    pgmem_store.put(ns, "c", {"content": "Frank drinks his coffee black"})  # joins b
+    memory = pgmem_store.memory
+    ids = {r["content"]: r["memory_id"] for r in memory.get_all("memories.frank")}
+    with memory.transaction() as conn:
+        merged = conn.execute(
+            "select action from pgmem.merge(%s, %s)",
+            (ids["Frank drinks black coffee"], ids["Frank drinks his coffee black"]),
+        ).fetchone()
+    assert merged == ("merged",)
+
+    assert pgmem_store.get(ns, "b").value == {  # type: ignore[union-attr]
+        "content": "Frank drinks his coffee black",
+        "src": "b",
+    }
+    assert keys(pgmem_store.search(ns)) == {(ns, "a"), (ns, "b"), (ns, "c")}
+    assert pgmem_store.list_namespaces() == [ns]
+
+    pgmem_store.put(ns, "b", {"content": "Frank gave up coffee"})
+    assert pgmem_store.get(ns, "b").value == {"content": "Frank gave up coffee"}  # type: ignore[union-attr]
+    assert pgmem_store.get(ns, "c").value == {"content": "Frank drinks his coffee black"}  # type: ignore[union-attr]
+    live = memory.get_all("memories.frank")
+    assert {tuple(r["metadata"]["langgraph_keys"]) for r in live} == {("a",), ("b",), ("c",)}
+    pgmem_store.delete(ns, "c")
+    assert keys(pgmem_store.search(ns)) == {(ns, "a"), (ns, "b")}
+
+
 def test_search_with_a_query_goes_through_recall(pgmem_store: PgmemStore) -> None:
     ns = ("memories", "bob")
     pgmem_store.put(ns, "city", {"content": "Bob lives in Lisbon"})

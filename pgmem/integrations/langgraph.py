@@ -24,6 +24,10 @@ row-level-security tenant isolation. How the store's model maps onto memories:
   keeps its own value. Deleting a key removes it from the memory, and the memory is
   forgotten (soft delete, history kept) with its last key. Re-putting a key edits its
   memory in place (``pgmem.update_memory``) when no other key shares it.
+  When the worker merges a near-duplicate memory into another (``pgmem.merge``), the
+  merged memory keeps its keys and values, so its items still answer ``get`` and
+  listing (query search ranks the memory it merged into); putting or deleting one of
+  them moves its keys to live memories.
 - **Search.** With a query, each matching namespace is ranked by ``pgmem.recall``
   (vector + full text, importance, recency; returned memories are reinforced) and
   ``SearchItem.score`` is recall's score. Without one, items come newest first.
@@ -70,6 +74,9 @@ KEYS = "langgraph_keys"  # metadata: the store keys a memory holds
 VALUES = "langgraph_values"  # metadata: key -> the value put under it
 # Containment on an empty array matches every memory that holds store keys.
 ITEMS_ONLY: Mapping[str, Any] = {KEYS: []}
+# A memory the worker merged into a near-duplicate keeps its keys and values: its
+# items stay readable until they are put or deleted again.
+LIVE = ("active", "merged")
 # Candidates per namespace when a filter or an offset thins the ranked hits out;
 # pgmem.recall accepts k up to 1000.
 FILTER_WINDOW = 200
@@ -157,10 +164,8 @@ class PgmemStore(BaseStore):
     # -------------------------------------------------------------- items
 
     def _holder(self, conn: Connection, subject: str, key: str) -> Row | None:
-        """The active memory holding ``key`` in this subject, if any."""
-        rows = self.memory.get_all(
-            subject, filters={KEYS: [key]}, limit=1, status="active", conn=conn
-        )
+        """The memory holding ``key`` in this subject (active, or merged), if any."""
+        rows = self.memory.get_all(subject, filters={KEYS: [key]}, limit=1, status=LIVE, conn=conn)
         return rows[0] if rows else None
 
     def _get(self, conn: Connection, namespace: tuple[str, ...], key: str) -> Item | None:
@@ -172,18 +177,23 @@ class PgmemStore(BaseStore):
     ) -> None:
         """Take ``key`` off its memory. A memory that holds only this key and whose new
         value (``keep``) fits it is edited in place instead, and the key is then
-        attached already; otherwise the memory is forgotten with its last key."""
+        attached already; otherwise the memory is forgotten with its last key. A
+        merged memory cannot be edited (PM050): it is forgotten and its other keys
+        are put again, each finding its place as a new put would."""
         row = self._holder(conn, subject, key)
         if row is None:
             return
         keys = [k for k in row["metadata"].get(KEYS, []) if k != key]
         values = {k: v for k, v in row["metadata"].get(VALUES, {}).items() if k != key}
-        if not keys:
-            if keep is not None and self._edit_in_place(conn, row, key, keep):
-                return
-            self.memory.delete(row["memory_id"], conn=conn)
+        active = row["status"] == "active"
+        if active and not keys and keep is not None and self._edit_in_place(conn, row, key, keep):
             return
-        self.memory.update(row["memory_id"], metadata={KEYS: keys, VALUES: values}, conn=conn)
+        if active and keys:
+            self.memory.update(row["memory_id"], metadata={KEYS: keys, VALUES: values}, conn=conn)
+            return
+        self.memory.delete(row["memory_id"], conn=conn)
+        for other in keys:
+            self._attach(conn, subject, other, values.get(other, {}))
 
     def _edit_in_place(
         self, conn: Connection, row: Row, key: str, value: Mapping[str, Any]
@@ -245,7 +255,9 @@ class PgmemStore(BaseStore):
                     op.query, subject, min(window, 1000), filters=ITEMS_ONLY, conn=conn
                 )
             else:
-                rows = self.memory.get_all(subject, filters=ITEMS_ONLY, limit=window, conn=conn)
+                rows = self.memory.get_all(
+                    subject, filters=ITEMS_ONLY, status=LIVE, limit=window, conn=conn
+                )
             for row in rows:
                 for key in row["metadata"].get(KEYS, []):
                     item = _item(row, key, namespace, score=row.get("score"))

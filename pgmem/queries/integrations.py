@@ -12,14 +12,14 @@ __all__ = ["CURRENT_TENANT", "LANGGRAPH_NAMESPACES"]
 # to start without one.
 CURRENT_TENANT: Final = "select pgmem.current_tenant() as tenant"
 
-# Subjects holding active LangGraph store items (metadata key langgraph_keys), under a
-# dotted namespace prefix (LangGraph forbids '.' inside a namespace label, so the
-# dotted form of a namespace is unambiguous).
+# Subjects holding LangGraph store items (metadata key langgraph_keys; a memory merged
+# into a near-duplicate keeps its items), under a dotted namespace prefix (LangGraph
+# forbids '.' inside a namespace label, so the dotted form of a namespace is unambiguous).
 LANGGRAPH_NAMESPACES: Final = """
 select distinct m.subject
 from pgmem.memories as m
 where m.tenant_id = (select pgmem._require_tenant())
-  and m.status = 'active'
+  and m.status in ('active', 'merged')
   and m.metadata ? 'langgraph_keys'
   and (%(prefix)s::text is null
        or m.subject = %(prefix)s::text
