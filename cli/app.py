@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import typer
 
-from pgmem.cli import bench, db, demo, maintenance, memory, migrate, tenant, transfer, worker
+from pgmem.cli import (
+    bench,
+    db,
+    demo,
+    layers,
+    maintenance,
+    memory,
+    migrate,
+    tenant,
+    transfer,
+    worker,
+)
 from pgmem.cli import eval as eval_cmd
 from pgmem.cli import mcp as mcp_cmd
 
@@ -37,6 +48,9 @@ app.command("erase")(memory.erase)
 app.command("stats")(memory.stats)
 app.command("export")(transfer.export)
 app.command("import")(transfer.import_)
+app.add_typer(layers.session_app, name="session")
+app.add_typer(layers.task_app, name="task")
+app.command("prompt")(layers.prompt)
 app.command("mcp")(mcp_cmd.mcp)
 
 

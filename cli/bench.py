@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from pgmem import bench as benchmark
+from pgmem import layers_bench
 from pgmem.cli.common import (
     DsnOption,
     JsonOption,
@@ -68,6 +69,20 @@ def bench(
     markdown: Annotated[
         bool, typer.Option("--markdown", help="Print the table as Markdown (docs/benchmarks.md).")
     ] = False,
+    layers: Annotated[
+        bool,
+        typer.Option(
+            "--layers",
+            help="Benchmark short-term and working memory instead: appends, window + summary "
+            "+ task reads, prompt vs recall (docs/benchmarks.md).",
+        ),
+    ] = False,
+    messages: Annotated[
+        int, typer.Option(help="--layers: stored session turns (the issue's target: 1,000,000).")
+    ] = layers_bench.DEFAULT_MESSAGES,
+    sessions: Annotated[
+        int, typer.Option(help="--layers: sessions holding them (the issue's target: 10,000).")
+    ] = layers_bench.DEFAULT_SESSIONS,
 ) -> None:
     """Generate synthetic memories (clustered 384-d vectors and text) at each scale point,
     measure recall latency (server-side), recall@10 against an exact scan, remember
@@ -82,6 +97,12 @@ def bench(
 
     def progress(message: str) -> None:
         err_console.print(f"[dim]{message}[/dim]", highlight=False)
+
+    if layers:
+        _bench_layers(
+            server_dsn, messages, sessions, queries, database, keep, as_json, markdown, progress
+        )
+        return
 
     with database_errors():
         try:
@@ -116,6 +137,46 @@ def bench(
         return
     console.print(_machine_line(info), highlight=False)
     console.print(_table(results))
+
+
+def _bench_layers(
+    server_dsn: str,
+    messages: int,
+    sessions: int,
+    queries: int,
+    database: str,
+    keep: bool,
+    as_json: bool,
+    markdown: bool,
+    progress: benchmark.Progress,
+) -> None:
+    with database_errors():
+        try:
+            info = benchmark.machine(server_dsn)
+            result = layers_bench.run(
+                server_dsn,
+                messages=messages,
+                sessions=sessions,
+                queries=queries,
+                database=f"{database}_layers",
+                keep=keep,
+                progress=progress,
+            )
+        except (benchmark.BenchError, ValueError) as exc:
+            raise fail(str(exc)) from None
+    if as_json:
+        json.dump({"machine": info, "layers": result.as_dict()}, sys.stdout, default=str, indent=2)
+        sys.stdout.write("\n")
+    elif markdown:
+        sys.stdout.write(f"Machine: {_machine_line(info)}\n\n{result.markdown()}")
+    else:
+        console.print(_machine_line(info), highlight=False)
+        table = Table(title="pgmem bench --layers")
+        table.add_column("")
+        table.add_column("value", justify="right")
+        for label, value in result.rows():
+            table.add_row(label, value)
+        console.print(table)
 
 
 ROWS: list[tuple[str, str]] = [

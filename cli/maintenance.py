@@ -122,7 +122,10 @@ def schedule(
     ] = None,
     sessions: Annotated[
         str | None,
-        typer.Option("--sessions", help="Cron schedule of sessions (idle, retention, task expiry), or 'off'."),
+        typer.Option(
+            "--sessions",
+            help="Cron schedule of sessions (idle sessions, retention, task expiry), or 'off'.",
+        ),
     ] = None,
     remove: Annotated[
         bool, typer.Option("--remove", help="Remove every pgmem job from pg_cron instead.")

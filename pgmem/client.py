@@ -624,6 +624,26 @@ class Memory:
             rows = _rows(c, layer_queries.RESUME_TASK, params)
         return self.task(int(rows[0]["task_id"])) if rows else None
 
+    def sessions(
+        self, user_id: str | None = None, *, limit: int = 50, conn: Connection | None = None
+    ) -> Rows:
+        """Sessions of ``user_id`` (default every subject), most recently active first."""
+        with self.transaction(conn) as c:
+            return _rows(c, layer_queries.LIST_SESSIONS, {"subject": user_id, "limit": limit})
+
+    def tasks(
+        self,
+        user_id: str | None = None,
+        *,
+        status: str | Sequence[str] | None = None,
+        limit: int = 50,
+        conn: Connection | None = None,
+    ) -> Rows:
+        """Tasks of ``user_id`` (default every subject), newest first, of ``status``."""
+        params = {"subject": user_id, "statuses": _kinds(status), "limit": limit}
+        with self.transaction(conn) as c:
+            return _rows(c, layer_queries.LIST_TASKS, params)
+
     # -------------------------------------------------------- export / import
 
     def count_export(

@@ -132,11 +132,11 @@ class Session:
         with self.memory.transaction(conn) as c:
             return str(_one(c, lq.PROMPT, params)["prompt"] or "")
 
-    def start_task(
-        self, goal: str, plan: Sequence[str], **options: Any
-    ) -> Task:
+    def start_task(self, goal: str, plan: Sequence[str], **options: Any) -> Task:
         """Start a task of this session (see :meth:`Memory.start_task`)."""
-        return self.memory.start_task(self.user_id, goal, plan, session_id=self.session_id, **options)
+        return self.memory.start_task(
+            self.user_id, goal, plan, session_id=self.session_id, **options
+        )
 
     def resume_task(self, *, conn: Connection | None = None) -> Task | None:
         """The latest unfinished task of this session, to continue after a crash."""

@@ -88,7 +88,9 @@ def fold(
             {"role": "system", "content": SUMMARY_PROMPT},
             {
                 "role": "user",
-                "content": f"Current summary:\n{previous or '(none)'}\n\nNew turns:\n{conversation}",
+                "content": (
+                    f"Current summary:\n{previous or '(none)'}\n\nNew turns:\n{conversation}"
+                ),
             },
         ]
         try:

@@ -63,10 +63,10 @@ from psycopg.types.json import Jsonb
 
 from pgmem.embed import Embedder, embedder_from_env
 from pgmem.extract import ExtractionResult, Fact, LLMExtractor, extract, merge_facts
-from pgmem.summarize import fold
 from pgmem.queries import layers as lq
 from pgmem.queries import worker as wq
 from pgmem.queries.worker import CHANNEL
+from pgmem.summarize import fold
 
 __all__ = [
     "APPLICATION_NAME",

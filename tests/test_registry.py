@@ -16,6 +16,7 @@ from conftest import Db
 from psycopg import sql as psql
 
 from pgmem import queries
+from pgmem.queries import bench_layers as bench_layer_queries
 from pgmem.queries import client as client_queries
 from pgmem.queries import integrations as integration_queries
 from pgmem.queries import layers as layer_queries
@@ -23,7 +24,13 @@ from pgmem.queries import worker as worker_queries
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = ROOT / "pgmem" / "queries"
-REGISTRY_MODULES = (client_queries, worker_queries, layer_queries, integration_queries)
+REGISTRY_MODULES = (
+    client_queries,
+    worker_queries,
+    layer_queries,
+    bench_layer_queries,
+    integration_queries,
+)
 
 # A string literal that starts like a statement: an SQL verb and something after it.
 _STATEMENT = re.compile(

@@ -52,12 +52,36 @@ stable
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    with units as (
-        select m.unit_seq, pg_catalog.sum(m.tokens) as tokens,
-               pg_catalog.bool_or(m.role = 'system' or m.protected) as mandatory,
-               pg_catalog.max(m.salience) as salience
+    with kept as (
+        -- System and protected turns (a partial index holds them).
+        select m.seq, m.unit_seq
         from pgmem.session_messages as m
         where m.tenant_id = p_tenant and m.subject = p_subject and m.session_id = p_session_id
+          and (m.role = 'system' or m.protected)
+    ),
+    scope as (
+        -- Recency needs only the newest p_turns countable units: a unit starts
+        -- at a non-tool turn, and each kept turn can take at most one of the
+        -- newest heads out of the count. Importance looks at every turn.
+        select case when p_strategy = 'importance' then 0
+                    else coalesce((select pg_catalog.min(h.seq)
+                                   from (select m.seq from pgmem.session_messages as m
+                                         where m.tenant_id = p_tenant and m.subject = p_subject
+                                           and m.session_id = p_session_id
+                                           and (m.role <> 'tool' or m.unit_seq = m.seq)
+                                         order by m.seq desc
+                                         limit p_turns + (select pg_catalog.count(*) from kept)) as h), 0)
+               end as low
+    ),
+    units as (
+        select m.unit_seq, pg_catalog.sum(m.tokens) as tokens,
+               pg_catalog.bool_or(m.role = 'system' or m.protected) as mandatory,
+               -- Only importance selection reads it: computed then, never on append.
+               case when p_strategy = 'importance'
+                    then pg_catalog.max(pgmem._session_salience(m.role, m.content)) end as salience
+        from pgmem.session_messages as m, scope as s
+        where m.tenant_id = p_tenant and m.subject = p_subject and m.session_id = p_session_id
+          and (m.unit_seq >= s.low or m.unit_seq in (select k.unit_seq from kept as k))
         group by m.unit_seq
     ),
     fixed as (
@@ -94,7 +118,7 @@ $$;
 comment on function pgmem._window_units(text, text, text, integer, integer, text) is
     'Units (a turn and the tool results it called for) of a session with whether the window keeps them: system/protected units always, the others best-first under the turn and token caps (internal).';
 
-create or replace function pgmem._session_settings()
+create or replace function pgmem._session_settings(p_tenant text)
 returns pgmem.settings
 language plpgsql
 stable
@@ -104,17 +128,17 @@ as $$
 declare
     v_settings pgmem.settings;
 begin
-    select s.* into v_settings from pgmem.settings as s where s.tenant_id = pgmem._require_tenant();
+    select s.* into v_settings from pgmem.settings as s where s.tenant_id = p_tenant;
     if not found then
-        raise exception 'unknown pgmem tenant: %', pgmem.current_tenant()
+        raise exception 'unknown pgmem tenant: %', p_tenant
             using errcode = 'PM002', hint = 'Create it first: select pgmem.create_tenant(''<tenant>'').';
     end if;
     return v_settings;
 end
 $$;
 
-comment on function pgmem._session_settings() is
-    'The bound tenant''s settings row; PM001 without a tenant, PM002 when it has none (internal).';
+comment on function pgmem._session_settings(text) is
+    'The settings row of p_tenant (the bound tenant, from pgmem._require_tenant()); PM002 when it has none (internal).';
 
 create or replace function pgmem._check_session_key(p_subject text, p_session_id text)
 returns void
@@ -158,7 +182,7 @@ as $$
 #variable_conflict use_column
 declare
     v_tenant text := pgmem._require_tenant();
-    v_settings pgmem.settings := pgmem._session_settings();
+    v_settings pgmem.settings := pgmem._session_settings(v_tenant);
     v_now timestamptz := coalesce(p_now, pg_catalog.now());
     v_tokens integer;
     v_counts boolean;
@@ -189,20 +213,36 @@ begin
     v_tokens := pgmem._estimate_tokens(p_content);
     -- Turns the window caps by count: not system, not protected, not a tool result.
     v_counts := p_role in ('user', 'assistant') and not coalesce(p_protected, false);
-    insert into pgmem.subjects (tenant_id, subject) values (v_tenant, p_subject) on conflict do nothing;
-    -- The session row is the per-session lock: appends queue here.
-    insert into pgmem.sessions as s (tenant_id, subject, session_id, agent_id, next_seq, unsummarized_turns,
-                                     unsummarized_tokens, created_at, last_active_at)
-    values (v_tenant, p_subject, p_session_id, p_agent_id, 2, v_counts::integer, v_tokens, v_now, v_now)
-    on conflict (tenant_id, subject, session_id) do update
-        set next_seq = s.next_seq + 1,
-            unsummarized_turns = s.unsummarized_turns + v_counts::integer,
-            unsummarized_tokens = s.unsummarized_tokens + v_tokens,
-            last_active_at = greatest(s.last_active_at, v_now),
-            status = 'open', closed_at = null
+    -- The session row is the per-session lock: appends queue here. Most
+    -- appends go to a session that exists, so update first.
+    update pgmem.sessions as s
+    set next_seq = s.next_seq + 1,
+        unsummarized_turns = s.unsummarized_turns + v_counts::integer,
+        unsummarized_tokens = s.unsummarized_tokens + v_tokens,
+        last_active_at = greatest(s.last_active_at, v_now),
+        status = 'open', closed_at = null
+    where s.tenant_id = v_tenant and s.subject = p_subject and s.session_id = p_session_id
     returning s.next_seq - 1,
-              s.unsummarized_turns > v_settings.window_turns or s.unsummarized_tokens > v_settings.window_tokens
+              -- Wake a worker once, when the session crosses its window.
+              (s.unsummarized_turns = v_settings.window_turns + 1 and v_counts)
+              or (s.unsummarized_tokens > v_settings.window_tokens
+                  and s.unsummarized_tokens - v_tokens <= v_settings.window_tokens)
     into v_seq, v_due;
+    if not found then
+        insert into pgmem.subjects (tenant_id, subject) values (v_tenant, p_subject) on conflict do nothing;
+        -- ON CONFLICT: another session's first append got there in between.
+        insert into pgmem.sessions as s (tenant_id, subject, session_id, agent_id, next_seq, unsummarized_turns,
+                                         unsummarized_tokens, created_at, last_active_at)
+        values (v_tenant, p_subject, p_session_id, p_agent_id, 2, v_counts::integer, v_tokens, v_now, v_now)
+        on conflict (tenant_id, subject, session_id) do update
+            set next_seq = s.next_seq + 1,
+                unsummarized_turns = s.unsummarized_turns + v_counts::integer,
+                unsummarized_tokens = s.unsummarized_tokens + v_tokens,
+                last_active_at = greatest(s.last_active_at, v_now),
+                status = 'open', closed_at = null
+        returning s.next_seq - 1, s.unsummarized_tokens > v_settings.window_tokens
+        into v_seq, v_due;
+    end if;
 
     v_unit := v_seq;
     if p_role = 'tool' then
@@ -213,9 +253,9 @@ begin
         v_unit := coalesce(v_unit, v_seq);
     end if;
     insert into pgmem.session_messages (tenant_id, subject, session_id, seq, unit_seq, role, content, tokens,
-                                        salience, protected, metadata, created_at)
+                                        protected, metadata, created_at)
     values (v_tenant, p_subject, p_session_id, v_seq, v_unit, p_role, p_content, v_tokens,
-            pgmem._session_salience(p_role, p_content), coalesce(p_protected, false), p_metadata, v_now);
+            coalesce(p_protected, false), p_metadata, v_now);
 
     -- One call per turn: what the user says also goes to long-term memory.
     if p_role = 'user' and coalesce(p_extract, true) then
@@ -255,7 +295,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_tenant text := pgmem._require_tenant();
-    v_settings pgmem.settings := pgmem._session_settings();
+    v_settings pgmem.settings := pgmem._session_settings(v_tenant);
     v_turns integer := coalesce(p_turns, v_settings.window_turns);
     v_tokens integer := coalesce(p_tokens, v_settings.window_tokens);
     v_strategy text := coalesce(p_strategy, v_settings.window_strategy);

@@ -79,7 +79,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_tenant text := pgmem._require_tenant();
-    v_settings pgmem.settings := pgmem._session_settings();
+    v_settings pgmem.settings := pgmem._session_settings(v_tenant);
     v_now timestamptz := coalesce(p_now, pg_catalog.now());
     v_id bigint;
 begin
@@ -136,7 +136,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_task pgmem.tasks := pgmem._task_for_update(p_task_id);
-    v_settings pgmem.settings := pgmem._session_settings();
+    v_settings pgmem.settings := pgmem._session_settings(v_task.tenant_id);
     v_now timestamptz := coalesce(p_now, pg_catalog.now());
     v_plan jsonb := coalesce(p_plan, v_task.plan);
 begin
@@ -188,7 +188,7 @@ as $$
 #variable_conflict use_column
 declare
     v_task pgmem.tasks := pgmem._task_for_update(p_task_id);
-    v_settings pgmem.settings := pgmem._session_settings();
+    v_settings pgmem.settings := pgmem._session_settings(v_task.tenant_id);
     v_now timestamptz := coalesce(p_now, pg_catalog.now());
     v_recorded boolean;
 begin

@@ -2,7 +2,8 @@
 --
 -- pgmem.prompt(subject, session, query) returns, within p_token_budget
 -- estimated tokens (pgmem._estimate_tokens, the estimate pgmem.context uses):
---   an optional header on how to use the memories   (settings.prompt_header)
+--   an optional header on how to use the memories   (settings.prompt_header;
+--                         only when it costs at most a tenth of the budget)
 --   ## Current task       the open task of the session  ≤ prompt_share_task      (15%)
 --   ## Conversation summary  the rolling summary       ≤ prompt_share_summary   (15%)
 --   ## Long-term memory   recalled memories            ≤ prompt_share_long_term (25%)
@@ -17,20 +18,29 @@
 
 create or replace function pgmem._fit_tokens(p_text text, p_budget integer)
 returns text
-language sql
+language plpgsql
 immutable strict parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- The longest of a few prefixes that fits; one character never costs
-    -- more than one token, so the last candidate always fits.
-    select coalesce((select c.t from (values (1, p_text),
-                                             (2, pg_catalog.left(p_text, greatest(p_budget, 0) * 3) || '…'),
-                                             (3, pg_catalog.left(p_text, greatest(p_budget, 0) * 2) || '…'),
-                                             (4, pg_catalog.left(p_text, greatest(p_budget - 1, 0)) || '…'))
-                                 as c(n, t)
-                     where pgmem._estimate_tokens(c.t) <= p_budget
-                     order by c.n limit 1), '')
+declare
+    v_cut text;
+begin
+    if pgmem._estimate_tokens(p_text) <= p_budget then
+        return p_text;
+    end if;
+    -- The longest of a few prefixes that fits: 3 and 2 characters a token
+    -- suit English, and since one character never costs more than one
+    -- token the last one always fits.
+    foreach v_cut in array array[pg_catalog.left(p_text, greatest(p_budget, 0) * 3) || '…',
+                                 pg_catalog.left(p_text, greatest(p_budget, 0) * 2) || '…',
+                                 pg_catalog.left(p_text, greatest(p_budget - 1, 0)) || '…'] loop
+        if pgmem._estimate_tokens(v_cut) <= p_budget then
+            return v_cut;
+        end if;
+    end loop;
+    return '';
+end
 $$;
 
 comment on function pgmem._fit_tokens(text, integer) is
@@ -55,7 +65,7 @@ set jit = off
 as $$
 declare
     v_tenant text := pgmem._require_tenant();
-    v_settings pgmem.settings := pgmem._session_settings();
+    v_settings pgmem.settings := pgmem._session_settings(v_tenant);
     v_header text;
     v_task text;
     v_summary text;
@@ -72,16 +82,17 @@ begin
             using errcode = 'PM073', hint = 'e.g. p_token_budget => 4000.';
     end if;
 
-    if v_settings.prompt_header then
-        v_header := pgmem._fit_tokens(
-            'Memory for this conversation, in sections. The current task and the recent conversation are the '
-            || 'latest word; when two memories disagree, prefer the newer one; ignore what is irrelevant.',
-            p_token_budget);
+    v_header := 'Memory for this conversation, in sections. The current task and the recent conversation are the '
+                || 'latest word; when two memories disagree, prefer the newer one; ignore what is irrelevant.';
+    -- Whole or not at all, and never more than a tenth of a small budget.
+    if v_settings.prompt_header and pgmem._estimate_tokens(v_header || E'\n\n') <= p_token_budget / 10 then
         v_used := pgmem._estimate_tokens(v_header || E'\n\n');
+    else
+        v_header := null;
     end if;
 
     -- Working memory: the open task of this session.
-    v_share := pg_catalog.floor(p_token_budget * v_settings.prompt_share_task);
+    v_share := least(pg_catalog.floor(p_token_budget * v_settings.prompt_share_task), p_token_budget - v_used);
     select pgmem._fit_tokens(
                '## Current task' || E'\n' || 'Goal: ' || t.goal || E'\n'
                || pg_catalog.format('Status: %s, step %s of %s%s', t.status,
@@ -101,19 +112,20 @@ begin
                               on s.tenant_id = v_tenant and s.task_id = t.task_id and s.step = p.n
                              and s.status = 'done')
                || case when t.variables <> '{}' then E'\nVariables: ' || t.variables::text else '' end,
-               v_share)
+               v_share - 1)  -- 1: the blank line after the section
     into v_task
     from pgmem.tasks as t
     where t.tenant_id = v_tenant and t.subject = p_subject and t.session_id = p_session_id
       and t.status in ('planning', 'running', 'waiting_for_confirmation')
     order by t.task_id desc
     limit 1;
+    v_task := nullif(v_task, '');
     v_used := v_used + coalesce(pgmem._estimate_tokens(v_task || E'\n\n'), 0);
 
     -- Short-term: the rolling summary of what left the window.
-    v_share := pg_catalog.floor(p_token_budget * v_settings.prompt_share_summary);
+    v_share := least(pg_catalog.floor(p_token_budget * v_settings.prompt_share_summary), p_token_budget - v_used);
     select pgmem._fit_tokens('## Conversation summary (turns 1-' || s.through_seq || ')' || E'\n' || s.summary,
-                             v_share)
+                             v_share - 1)
     into v_summary
     from pgmem.session_summaries as s
     where s.tenant_id = v_tenant and s.subject = p_subject and s.session_id = p_session_id
@@ -123,17 +135,22 @@ begin
     v_used := v_used + coalesce(pgmem._estimate_tokens(v_summary || E'\n\n'), 0);
 
     -- Long-term: recalled memories, most relevant first, minus what this session contradicts.
-    v_share := pg_catalog.floor(p_token_budget * v_settings.prompt_share_long_term)
-               - pgmem._estimate_tokens(E'## Long-term memory\n');
-    with recalled as (
+    v_share := least(pg_catalog.floor(p_token_budget * v_settings.prompt_share_long_term), p_token_budget - v_used)
+               - pgmem._estimate_tokens(E'## Long-term memory\n\n\n');
+    with said as materialized (
+        -- What this session stated as facts (one scan of the subject's rows).
+        select n.memory_id, n.triple_subject, n.triple_predicate, n.triple_object, n.created_at
+        from pgmem.memories as n
+        where n.tenant_id = v_tenant and n.subject = p_subject and n.session_id = p_session_id
+          and n.triple_predicate is not null and n.status <> 'deleted'
+    ),
+    recalled as (
         select r.memory_id, r.content, r.score, r.valid_from,
-               exists (select from pgmem.memories as m
-                       join pgmem.memories as n
-                         on n.tenant_id = m.tenant_id and n.subject = m.subject
+               exists (select from said as n
+                       join pgmem.memories as m
+                         on m.tenant_id = v_tenant and m.memory_id = r.memory_id
                         and n.triple_subject = m.triple_subject and n.triple_predicate = m.triple_predicate
-                       where m.tenant_id = v_tenant and m.memory_id = r.memory_id
-                         and n.session_id = p_session_id and n.memory_id <> m.memory_id
-                         and n.status <> 'deleted'
+                       where n.memory_id <> m.memory_id
                          and n.triple_object is distinct from m.triple_object
                          and (m.session_id is distinct from p_session_id or n.created_at > m.created_at))
                    as contradicted
@@ -164,11 +181,22 @@ begin
     -- The dialogue: whatever is left, within the window's own caps.
     v_share := p_token_budget - v_used - pgmem._estimate_tokens(E'## Recent conversation\n');
     if v_share > 0 then
+        -- The window never cuts system and protected turns, but the budget is a
+        -- hard cap: when they alone overflow it, the oldest lines give way.
         select '## Recent conversation' || E'\n'
-                   || pg_catalog.string_agg(w.role || ': ' || w.content, E'\n' order by w.seq)
+                   || pg_catalog.string_agg(l.line, E'\n' order by l.seq)
         into v_dialogue
-        from pgmem.session_window(p_subject, p_session_id, null,
-                                  least(v_settings.window_tokens, v_share)) as w;
+        from (select w.seq, w.line,
+                     pg_catalog.sum(pgmem._estimate_tokens(w.line || E'\n')) over (order by w.seq desc) as running
+              from (select m.seq, m.role || ': ' || m.content as line
+                    from pgmem._window_units(v_tenant, p_subject, p_session_id, v_settings.window_turns,
+                                             least(v_settings.window_tokens, v_share),
+                                             v_settings.window_strategy) as u
+                    join pgmem.session_messages as m
+                      on m.tenant_id = v_tenant and m.subject = p_subject and m.session_id = p_session_id
+                     and m.unit_seq = u.unit_seq
+                    where u.chosen) as w) as l
+        where l.running <= v_share;
     end if;
 
     if coalesce(p_reinforce, true) and v_packed is not null then
