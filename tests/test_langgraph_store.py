@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, TypedDict
@@ -215,6 +216,42 @@ def test_search_with_a_query_goes_through_recall(pgmem_store: PgmemStore) -> Non
     # recall reinforced what it returned.
     city = pgmem_store.memory.get_all("memories.bob", filters={"langgraph_keys": ["city"]})
     assert city[0]["access_count"] >= 1
+
+
+def test_concurrent_puts_of_one_key_leave_one_item(
+    db: Db, new_tenant: Callable[[], Tenant]
+) -> None:
+    """Two sessions putting the same keys at once (real connections, real threads):
+    each key ends up in exactly one memory, holding the last value written."""
+    tenant = new_tenant()
+    writers = [PgmemStore(Memory(tenant.dsn, embedder=False, llm=False)) for _ in range(2)]
+    ns = ("memories", "gina")
+    start = threading.Barrier(len(writers))
+
+    def write(store: PgmemStore, who: int) -> None:
+        start.wait()
+        for round_ in range(15):
+            store.batch(
+                [
+                    PutOp(ns, "mood", {"content": f"Gina feels mood {who}-{round_}"}),
+                    PutOp(("memories", "hal"), "mood", {"content": f"Hal mood {who}-{round_}"}),
+                ]
+            )
+
+    threads = [threading.Thread(target=write, args=(s, i)) for i, s in enumerate(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        for subject in ("memories.gina", "memories.hal"):
+            holders = writers[0].memory.get_all(subject, filters={"langgraph_keys": ["mood"]})
+            assert len(holders) == 1, holders
+        last = writers[0].get(ns, "mood")
+        assert last is not None and last.value["content"].endswith("-14")
+    finally:
+        for store in writers:
+            store.memory.close()
 
 
 def test_tenants_do_not_see_each_other(db: Db, new_tenant: Callable[[], Tenant]) -> None:

@@ -139,6 +139,10 @@ class PgmemStore(BaseStore):
                     puts[(op.namespace, op.key)] = op
                 else:
                     results[i] = self._read(conn, op)
+            # One writer per namespace at a time, locked in one order: two sessions
+            # putting the same key cannot both insert, nor deadlock on each other.
+            for subject in sorted({subject_of(op.namespace) for op in puts.values()}):
+                _rows(conn, queries.LOCK_LANGGRAPH_NAMESPACE, {"subject": subject})
             for op in puts.values():
                 self._put(conn, op)
         return results

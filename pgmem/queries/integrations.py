@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["CURRENT_TENANT", "LANGGRAPH_NAMESPACES"]
+__all__ = ["CURRENT_TENANT", "LANGGRAPH_NAMESPACES", "LOCK_LANGGRAPH_NAMESPACE"]
 
 # The tenant a connection acts for after binding (NULL: none); the MCP server refuses
 # to start without one.
@@ -26,4 +26,14 @@ where m.tenant_id = (select pgmem._require_tenant())
        or pg_catalog.left(m.subject, pg_catalog.length(%(prefix)s::text) + 1)
           = %(prefix)s::text || '.')
 order by m.subject
+"""
+
+# A store write looks for the memory holding a key, then writes: without this lock two
+# sessions putting the same key at once would each find none and both insert. Held
+# to the end of the transaction; the tenant is part of the key, so tenants never wait
+# on each other.
+LOCK_LANGGRAPH_NAMESPACE: Final = """
+select pg_catalog.pg_advisory_xact_lock(
+    pg_catalog.hashtextextended(
+        'pgmem.langgraph:' || (select pgmem._require_tenant()) || ':' || %(subject)s::text, 0))
 """
