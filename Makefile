@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# CPU torch first, so sentence-transformers never pulls a CUDA build.
 	$(PY) -m pip install -q $(PIP_FLAGS) "torch==2.13.0"
-	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[local,dev]"
+	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[local,dev,mcp,langgraph]"
 	@touch $@
 
 db: setup

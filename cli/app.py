@@ -53,6 +53,7 @@ VERBS: dict[str, Verb] = {
     ),
     "task": Verb("layers", "task_app", "Working memory: tasks in progress and their steps."),
     "prompt": Verb("layers", "prompt", "Print the assembled memory for the next LLM call."),
+    "mcp": Verb("mcp", "mcp", "Serve memory to agents over the Model Context Protocol."),
     "worker": Verb("worker", "worker", "Turn queued conversation turns into memories."),
     "maintain": Verb(
         "maintenance", "maintain", "Run maintenance now: archive, decay, capacity, purge."

@@ -1,0 +1,608 @@
+"""``pgmem mcp``: pgmem's memory as Model Context Protocol tools (extra ``mcp``).
+
+Built on the official ``mcp`` SDK (:class:`mcp.server.mcpserver.MCPServer`). Every tool
+is a thin call of :class:`pgmem.Memory`, so deduplication, supersession, scoring,
+decay and tenant isolation stay in the ``pgmem.*`` SQL functions.
+
+Identity. The server acts for exactly one tenant, fixed when it starts: either the
+DSN's role is that tenant's login role, or it is a ``pgmem_service`` member and
+``tenant`` names the tenant (bound with ``pgmem.set_tenant`` in every transaction).
+:func:`bind` refuses to start without one. No tool takes a tenant argument, and a
+memory id of another tenant is simply unknown (PM022) under row-level security. The
+subject (whose memories) is the ``user`` argument of each call, or fixed by
+``subject``; a fixed subject also confines the id-based tools to that subject's
+memories.
+
+Errors. Anything the database refuses comes back as an MCP tool error (``is_error``)
+whose text carries the message, the PM code and the hint; the server keeps running.
+Result sizes are bounded by the schemas (``k``, ``limit``, ``token_budget``).
+
+Tool groups, one per memory layer: :data:`LONG_TERM_TOOLS` (facts, preferences,
+episodes: ``pgmem.memories``), :data:`SESSION_TOOLS` (short-term: a conversation's
+turns, window, rolling summary and the prompt assembled from every layer) and
+:data:`TASK_TOOLS` (working memory: a task's goal, plan, steps and outcome).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Annotated, Any, Literal, TypeAlias, get_args
+
+import psycopg
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from pgmem import __version__
+from pgmem.client import Memory, MemoryNotFound, Row, TenantError, _message, _one
+from pgmem.embed import EmbeddingError
+from pgmem.extract import KINDS, LLMError
+from pgmem.queries import integrations as queries
+from pgmem.task import Task
+
+__all__ = [
+    "LONG_TERM_TOOLS",
+    "SESSION_TOOLS",
+    "TASK_TOOLS",
+    "Binding",
+    "StartupError",
+    "bind",
+    "build_server",
+]
+
+# Bounds an agent cannot talk its way past: a tool result stays a few pages of text.
+MAX_K = 50  # recall hits per call
+MAX_LIST = 100  # list_memories rows per call (pages with offset)
+MAX_TOKEN_BUDGET = 8000  # context block, in pgmem.context's estimated tokens
+MAX_HOPS = 3  # ripple over memory_links; pgmem.recall allows 0..3
+MAX_WINDOW_TURNS = 200  # session_window turns per call
+MAX_PLAN_STEPS = 50  # steps in a task plan
+
+Kind: TypeAlias = Literal["episodic", "semantic", "preference", "procedural"]
+assert set(KINDS) == set(get_args(Kind))  # the schema's enum is the engine's list
+
+MemoryId = Annotated[int, Field(ge=1, description="Memory id, as returned by recall or list.")]
+TaskId = Annotated[int, Field(ge=1, description="Task id, from start_task or resume_task.")]
+SessionId = Annotated[
+    str, Field(min_length=1, max_length=256, description="Conversation (session) id.")
+]
+User = Annotated[
+    str | None,
+    Field(
+        description=(
+            "Whose memories: the subject (user) id. Required unless the server was "
+            "started with a fixed subject, which it must then equal."
+        ),
+        max_length=256,
+    ),
+]
+Kinds = Annotated[
+    list[Kind] | None,
+    Field(description="Only these kinds of memory (default: every kind)."),
+]
+
+INSTRUCTIONS = """\
+Long-term memory of the user, kept in PostgreSQL by pgmem.
+- Before answering, call `context` (a prompt block under a token budget) or `recall`
+  (ranked memories with ids and scores) with what the user asked.
+- When the user tells you something worth keeping, call `remember` with their words:
+  pgmem extracts the facts, merges duplicates and lets a new fact supersede an old one.
+- When a memory is wrong, correct it with `update` (keeps the history) or remove it
+  with `forget`; `pin` what must never fade. `history` shows every change of a memory.
+- In a conversation, `append_turn` each turn and call `prompt` for the whole memory
+  (task, summary, recent turns, long-term facts) under one budget.
+- For multi-step work, `start_task` with a plan, `record_step` as steps complete,
+  `finish_task` at the end; after a restart, `resume_task` says where you were.
+"""
+
+
+class StartupError(RuntimeError):
+    """The server cannot act for a tenant; the message says how to configure one."""
+
+
+@dataclass
+class Binding:
+    """What every tool call acts with: one client, one tenant, maybe one subject."""
+
+    memory: Memory
+    tenant: str
+    subject: str | None = None
+    # One connection serves every call; the SDK runs sync tools in worker threads.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def user(self, user: str | None) -> str:
+        """The subject of a call: the argument, or the configured one (never both differing)."""
+        if self.subject is not None:
+            if user is not None and user != self.subject:
+                raise ToolError(
+                    f"this server serves the memories of {self.subject!r} only; "
+                    "omit `user` or pass that subject"
+                )
+            return self.subject
+        if user is None or not user.strip():
+            raise ToolError("`user` is required: whose memories (the subject id)")
+        return user
+
+    def owned(self, memory_id: int) -> None:
+        """With a fixed subject, ids of the tenant's other subjects are unknown too."""
+        if self.subject is None:
+            return
+        row = self.memory.get(memory_id)
+        if row is None or row["subject"] != self.subject:
+            raise MemoryNotFound(memory_id)
+
+    def task(self, task_id: int) -> Task:
+        """A task handle; with a fixed subject, other subjects' tasks are unknown."""
+        task = self.memory.task(task_id)
+        if self.subject is not None and task.state()["subject"] != self.subject:
+            raise LookupError(f"unknown task id: {task_id}")
+        return task
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        """Serialize use of the connection and turn every failure into a tool error."""
+        with self.lock, tool_errors():
+            yield
+
+
+@contextmanager
+def tool_errors() -> Iterator[None]:
+    """Database refusals as tool errors with the PM code and hint, never a crash."""
+    try:
+        yield
+    except ToolError:
+        raise
+    except MemoryNotFound as exc:
+        raise ToolError(f"{exc} [PM022] (hint: recall or list_memories shows valid ids)") from exc
+    except LookupError as exc:  # Task.state: no such task for this tenant
+        raise ToolError(f"{exc} (hint: start_task or resume_task gives a task id)") from exc
+    except psycopg.Error as exc:
+        code = f" [{exc.sqlstate}]" if exc.sqlstate else ""
+        primary, _, hint = _message(exc).partition(" (hint: ")
+        raise ToolError(f"{primary}{code}" + (f" (hint: {hint}" if hint else "")) from exc
+    except (TenantError, EmbeddingError, LLMError, ValueError) as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def bind(memory: Memory, *, subject: str | None = None) -> Binding:
+    """Check that ``memory`` acts for a tenant and return the binding, or refuse.
+
+    ``memory.tenant`` is bound with ``pgmem.set_tenant`` (a ``pgmem_service`` DSN),
+    or ``None`` for a tenant's login role, which is bound by its login.
+    """
+    try:
+        with memory.transaction() as conn:
+            tenant = _one(conn, queries.CURRENT_TENANT, {})["tenant"]
+    except (psycopg.Error, TenantError) as exc:
+        text = _message(exc) if isinstance(exc, psycopg.Error) else str(exc)
+        raise StartupError(f"cannot act for a tenant: {text}") from exc
+    if tenant is None:
+        raise StartupError(
+            "no tenant is bound: connect as a tenant's login role "
+            "(`pgmem tenant create NAME --login`), or pass --tenant NAME (PGMEM_TENANT) "
+            "with a DSN whose role is a pgmem_service member"
+        )
+    if subject is not None and not subject.strip():
+        raise StartupError("--user must not be blank")
+    return Binding(memory, tenant, subject)
+
+
+# ------------------------------------------------------------------ long-term tools
+
+
+def _remember(b: Binding) -> Callable[..., list[Row]]:
+    def remember(
+        text: Annotated[
+            str | None,
+            Field(description="What was said or learned, in the user's words.", max_length=65536),
+        ] = None,
+        messages: Annotated[
+            list[dict[str, str]] | None,
+            Field(
+                description='A conversation turn: [{"role": "user"|"assistant", "content": …}].',
+                max_length=200,
+            ),
+        ] = None,
+        user: User = None,
+        session_id: Annotated[str | None, Field(description="Conversation id.")] = None,
+        infer: Annotated[
+            bool,
+            Field(
+                description=(
+                    "True (default): extract facts from the text. False: store the text "
+                    "as one memory exactly as written."
+                )
+            ),
+        ] = True,
+        kind: Annotated[Kind | None, Field(description="Kind, only with infer=false.")] = None,
+        importance: Annotated[
+            float | None, Field(ge=0, le=1, description="0..1, only with infer=false.")
+        ] = None,
+    ) -> list[Row]:
+        """Remember what the user said. Returns one row per fact with the action pgmem
+        took: inserted, reinforced (already known), superseded (replaced an older fact
+        with the same subject and predicate), deduplicated, merge_pending, outdated or
+        rejected (prompt injection), and the memory_id concerned."""
+        if (text is None) == (messages is None):
+            raise ToolError("give exactly one of `text` or `messages`")
+        with b.call():
+            return b.memory.add(
+                text if text is not None else messages or [],
+                b.user(user),
+                session_id=session_id,
+                infer=infer,
+                kind=kind if not infer else None,
+                importance=importance if not infer else None,
+            )
+
+    return remember
+
+
+def _recall(b: Binding) -> Callable[..., list[Row]]:
+    def recall(
+        query: Annotated[str, Field(description="What to recall, in natural language.")],
+        user: User = None,
+        k: Annotated[int, Field(ge=1, le=MAX_K, description="How many memories.")] = 10,
+        kinds: Kinds = None,
+        since: Annotated[
+            datetime | None, Field(description="Only memories valid since (ISO 8601).")
+        ] = None,
+        until: Annotated[
+            datetime | None, Field(description="Only memories valid until (ISO 8601).")
+        ] = None,
+        as_of: Annotated[
+            datetime | None, Field(description="Answer as memory stood at this time.")
+        ] = None,
+        hops: Annotated[
+            int, Field(ge=0, le=MAX_HOPS, description="Also follow links between memories.")
+        ] = 0,
+        session_id: Annotated[str | None, Field(description="Only this conversation.")] = None,
+    ) -> list[Row]:
+        """Ranked memories of the user that answer `query`, best first, with memory_id,
+        content, kind, dates and the score parts (relevance, importance, recency)."""
+        with b.call():
+            return b.memory.search(
+                query,
+                b.user(user),
+                k,
+                kinds=kinds,
+                since=since,
+                until=until,
+                as_of=as_of,
+                hops=hops,
+                session_id=session_id,
+            )
+
+    return recall
+
+
+def _context(b: Binding) -> Callable[..., str]:
+    def context(
+        query: Annotated[str, Field(description="What the next answer is about.")],
+        user: User = None,
+        token_budget: Annotated[
+            int,
+            Field(ge=1, le=MAX_TOKEN_BUDGET, description="Size limit of the block, in tokens."),
+        ] = 500,
+        kinds: Kinds = None,
+        hops: Annotated[int, Field(ge=0, le=MAX_HOPS)] = 0,
+    ) -> str:
+        """A prompt block of what is known about the user for `query`: sections by
+        kind, dated lines, most relevant first, within the token budget. Empty when
+        nothing is known."""
+        with b.call():
+            return b.memory.context(
+                query, b.user(user), token_budget, kinds=kinds, hops=hops, k=MAX_K
+            )
+
+    return context
+
+
+def _list_memories(b: Binding) -> Callable[..., list[Row]]:
+    def list_memories(
+        user: User = None,
+        kinds: Kinds = None,
+        status: Annotated[
+            Literal["active", "superseded", "merged", "archived", "deleted"] | None,
+            Field(description="Only this status (default active); null: every status."),
+        ] = "active",
+        limit: Annotated[int, Field(ge=1, le=MAX_LIST)] = 20,
+        offset: Annotated[int, Field(ge=0)] = 0,
+    ) -> list[Row]:
+        """The user's memories, newest first, without ranking (pages with offset)."""
+        with b.call():
+            return b.memory.get_all(
+                b.user(user), kinds=kinds, status=status, limit=limit, offset=offset
+            )
+
+    return list_memories
+
+
+def _update(b: Binding) -> Callable[..., Row]:
+    def update(
+        memory_id: MemoryId,
+        content: Annotated[
+            str | None, Field(description="The corrected text of the memory.", max_length=65536)
+        ] = None,
+        importance: Annotated[float | None, Field(ge=0, le=1)] = None,
+        kind: Kind | None = None,
+    ) -> Row:
+        """Correct a memory you found wrong, in place: new content (re-embedded),
+        importance or kind. The old text stays in its history."""
+        if content is None and importance is None and kind is None:
+            raise ToolError("nothing to update: give content, importance or kind")
+        with b.call():
+            b.owned(memory_id)
+            return b.memory.update(memory_id, content, importance=importance, kind=kind)
+
+    return update
+
+
+def _forget(b: Binding) -> Callable[..., dict[str, Any]]:
+    def forget(memory_id: MemoryId) -> dict[str, Any]:
+        """Forget a memory (soft delete: its history is kept). `changed` is false when
+        it was forgotten already."""
+        with b.call():
+            b.owned(memory_id)
+            return {"memory_id": memory_id, "changed": b.memory.delete(memory_id)}
+
+    return forget
+
+
+def _pin(b: Binding) -> Callable[..., dict[str, Any]]:
+    def pin(memory_id: MemoryId) -> dict[str, Any]:
+        """Pin a memory: it never decays and is never archived or evicted."""
+        with b.call():
+            b.owned(memory_id)
+            return {"memory_id": memory_id, "changed": b.memory.pin(memory_id)}
+
+    return pin
+
+
+def _unpin(b: Binding) -> Callable[..., dict[str, Any]]:
+    def unpin(memory_id: MemoryId) -> dict[str, Any]:
+        """Unpin a memory: it decays and can be archived like any other again."""
+        with b.call():
+            b.owned(memory_id)
+            return {"memory_id": memory_id, "changed": b.memory.unpin(memory_id)}
+
+    return unpin
+
+
+def _history(b: Binding) -> Callable[..., list[Row]]:
+    def history(memory_id: MemoryId) -> list[Row]:
+        """Every change of a memory, oldest first: insert, reinforce, supersede,
+        update, pin, delete… with actor, time, old and new content."""
+        with b.call():
+            b.owned(memory_id)
+            return b.memory.history(memory_id)
+
+    return history
+
+
+# --------------------------------------------------------- short-term (sessions)
+
+
+def _append_turn(b: Binding) -> Callable[..., Row]:
+    def append_turn(
+        session_id: SessionId,
+        role: Literal["system", "user", "assistant", "tool"],
+        content: Annotated[str, Field(max_length=65536)],
+        user: User = None,
+        protected: Annotated[
+            bool, Field(description="Never cut from the window (e.g. instructions).")
+        ] = False,
+        extract: Annotated[
+            bool, Field(description="Queue a user turn for fact extraction (default true).")
+        ] = True,
+    ) -> Row:
+        """Append one turn to a conversation's short-term memory. Returns its `seq` and,
+        for a user turn, the `inbox_id` of the job that extracts its facts into
+        long-term memory."""
+        with b.call():
+            chat = b.memory.session(session_id, b.user(user))
+            return chat.append(role, content, protected=protected, extract=extract)
+
+    return append_turn
+
+
+def _session_window(b: Binding) -> Callable[..., list[Row]]:
+    def session_window(
+        session_id: SessionId,
+        user: User = None,
+        turns: Annotated[int | None, Field(ge=1, le=MAX_WINDOW_TURNS)] = None,
+        tokens: Annotated[int | None, Field(ge=1, le=MAX_TOKEN_BUDGET)] = None,
+    ) -> list[Row]:
+        """The recent turns of a conversation shown verbatim, oldest first (system and
+        protected turns always). Caps default to the tenant's settings."""
+        with b.call():
+            return b.memory.session(session_id, b.user(user)).window(turns=turns, tokens=tokens)
+
+    return session_window
+
+
+def _session_summary(b: Binding) -> Callable[..., Row | None]:
+    def session_summary(session_id: SessionId, user: User = None) -> Row | None:
+        """The rolling summary of what left the conversation's window, with the turns
+        it covers; null before the first summary."""
+        with b.call():
+            return b.memory.session(session_id, b.user(user)).summary()
+
+    return session_summary
+
+
+def _prompt(b: Binding) -> Callable[..., str]:
+    def prompt(
+        session_id: SessionId,
+        query: Annotated[
+            str | None, Field(description="What the next answer is about (for long-term recall).")
+        ] = None,
+        user: User = None,
+        token_budget: Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET)] = 2000,
+    ) -> str:
+        """The whole memory for the next answer, in labelled sections under one token
+        budget: the open task, the conversation summary, the recent turns and the
+        long-term memories relevant to `query`."""
+        with b.call():
+            chat = b.memory.session(session_id, b.user(user))
+            return chat.prompt(query, token_budget=token_budget)
+
+    return prompt
+
+
+# ------------------------------------------------------------- working (tasks)
+
+
+def _start_task(b: Binding) -> Callable[..., Row]:
+    def start_task(
+        goal: Annotated[str, Field(min_length=1, max_length=4096)],
+        plan: Annotated[
+            list[Annotated[str, Field(min_length=1)]],
+            Field(min_length=1, max_length=MAX_PLAN_STEPS, description="The steps, in order."),
+        ],
+        user: User = None,
+        session_id: Annotated[str | None, Field(description="Conversation it belongs to.")] = None,
+    ) -> Row:
+        """Start a task: its goal and plan are kept in working memory, so the work
+        survives a crash (see resume_task). Returns the task's state with its task_id."""
+        with b.call():
+            task = b.memory.start_task(b.user(user), goal, plan, session_id=session_id)
+            return task.state()
+
+    return start_task
+
+
+def _resume_task(b: Binding) -> Callable[..., Row | None]:
+    def resume_task(
+        user: User = None,
+        session_id: Annotated[str | None, Field(description="Only this conversation.")] = None,
+    ) -> Row | None:
+        """The latest unfinished task of the user (or of a conversation), with its plan,
+        current step and recorded steps; null when there is none."""
+        with b.call():
+            task = b.memory.resume_task(b.user(user), session_id)
+            return None if task is None else task.state()
+
+    return resume_task
+
+
+def _task_state(b: Binding) -> Callable[..., Row]:
+    def task_state(task_id: TaskId) -> Row:
+        """A task's goal, plan, current step, status, variables and recorded steps."""
+        with b.call():
+            return b.task(task_id).state()
+
+    return task_state
+
+
+def _record_step(b: Binding) -> Callable[..., Row]:
+    def record_step(
+        task_id: TaskId,
+        step: Annotated[int, Field(ge=1, description="The plan step that completed (from 1).")],
+        observation: Annotated[str | None, Field(max_length=16384)] = None,
+        variables: Annotated[
+            dict[str, Any] | None, Field(description="Merged into the task's variables.")
+        ] = None,
+    ) -> Row:
+        """Record that a step completed. Idempotent: recording it again returns
+        `recorded: false` and changes nothing."""
+        with b.call():
+            return b.task(task_id).record(step, observation=observation, variables=variables)
+
+    return record_step
+
+
+def _fail_step(b: Binding) -> Callable[..., Row]:
+    def fail_step(
+        task_id: TaskId,
+        step: Annotated[int, Field(ge=1)],
+        error: Annotated[str, Field(min_length=1, max_length=16384)],
+    ) -> Row:
+        """Count a failed attempt at a step; past the retry limit the task fails."""
+        with b.call():
+            return b.task(task_id).fail(step, error)
+
+    return fail_step
+
+
+def _finish_task(b: Binding) -> Callable[..., Row]:
+    def finish_task(
+        task_id: TaskId,
+        outcome: Annotated[str | None, Field(max_length=16384)] = None,
+        status: Literal["done", "failed", "cancelled"] = "done",
+        learned_rule: Annotated[
+            str | None,
+            Field(description="A rule worth keeping for next time (stored as a procedure)."),
+        ] = None,
+    ) -> Row:
+        """End a task: its scratch state is cleared and it is distilled into long-term
+        memory. Returns memory_id (the episode) and procedure_id (the learned rule)."""
+        with b.call():
+            return b.task(task_id).finish(outcome, status=status, learned_rule=learned_rule)
+
+    return finish_task
+
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(destructive_hint=False, open_world_hint=False)
+EDITS = ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+
+# (factory, annotations): the long-term layer, in the order clients list them.
+LONG_TERM_TOOLS: Sequence[tuple[Callable[[Binding], Callable[..., Any]], ToolAnnotations]] = (
+    (_remember, WRITES),
+    (_recall, READ_ONLY),
+    (_context, READ_ONLY),
+    (_list_memories, READ_ONLY),
+    (_update, EDITS),
+    (_forget, EDITS),
+    (_pin, EDITS),
+    (_unpin, EDITS),
+    (_history, READ_ONLY),
+)
+SESSION_TOOLS: Sequence[tuple[Callable[[Binding], Callable[..., Any]], ToolAnnotations]] = (
+    (_append_turn, WRITES),
+    (_session_window, READ_ONLY),
+    (_session_summary, READ_ONLY),
+    (_prompt, READ_ONLY),
+)
+TASK_TOOLS: Sequence[tuple[Callable[[Binding], Callable[..., Any]], ToolAnnotations]] = (
+    (_start_task, WRITES),
+    (_resume_task, READ_ONLY),
+    (_task_state, READ_ONLY),
+    (_record_step, WRITES),
+    (_fail_step, WRITES),
+    (_finish_task, EDITS),
+)
+
+
+def build_server(binding: Binding) -> MCPServer:
+    """An MCP server whose tools act through ``binding``; run it with ``.run()``."""
+    server: MCPServer = MCPServer(
+        "pgmem",
+        title="pgmem memory",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+    )
+    for factory, hints in (*LONG_TERM_TOOLS, *SESSION_TOOLS, *TASK_TOOLS):
+        server.add_tool(factory(binding), annotations=hints, structured_output=True)
+
+    @server.resource(
+        "pgmem://memories/{user}",
+        name="memories",
+        description="The active memories of a subject, newest first (at most 100).",
+        mime_type="application/json",
+    )
+    def memories(user: str) -> list[Row]:
+        try:
+            with binding.call():
+                return binding.memory.get_all(binding.user(user), limit=MAX_LIST)
+        except ToolError as exc:
+            raise ResourceError(str(exc)) from exc
+
+    return server

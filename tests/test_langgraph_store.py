@@ -1,0 +1,310 @@
+"""pgmem.integrations.langgraph.PgmemStore: LangGraph's store contract, checked side by
+side with LangGraph's own reference store (InMemoryStore) on the same operations;
+pgmem's own behaviour behind it (dedup, recall ranking, tenant isolation); and a
+small real graph whose two threads share memories through the store."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
+
+from conftest import Db, Tenant
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, PutOp, SearchOp
+from langgraph.store.memory import InMemoryStore
+
+from pgmem import Memory
+from pgmem.integrations.langgraph import PgmemStore, subject_of
+
+
+@pytest.fixture
+def pgmem_store(db: Db, new_tenant: Callable[[], Tenant]) -> Iterator[PgmemStore]:
+    memory = Memory(conn=new_tenant().conn, embedder=False, llm=False)
+    yield PgmemStore(memory)
+
+
+def stores(pgmem_store: PgmemStore) -> dict[str, BaseStore]:
+    return {"reference": InMemoryStore(), "pgmem": pgmem_store}
+
+
+APPLES = {"content": "apples are red", "color": "red", "n": 1, "tags": {"fruit": True}}
+BANANAS = {"content": "bananas are yellow", "color": "yellow", "n": 2}
+CHERRIES = {"content": "cherries are dark", "color": "red", "n": 3}
+NO_TEXT = {"colour": "green", "n": 4}
+
+
+def keys(items: list[Any]) -> set[tuple[tuple[str, ...], str]]:
+    return {(i.namespace, i.key) for i in items}
+
+
+def exercise(store: BaseStore) -> dict[str, Any]:
+    """The same calls on any store; what they return, without timestamps or scores."""
+    seen: dict[str, Any] = {}
+    store.put(("docs", "u1"), "k1", APPLES)
+    store.put(("docs", "u1"), "k2", BANANAS)
+    store.put(("docs", "u2"), "k1", CHERRIES)
+    store.put(("other",), "x", NO_TEXT)
+    seen["get"] = [
+        (i.namespace, i.key, i.value) if i else None
+        for i in (
+            store.get(("docs", "u1"), "k1"),
+            store.get(("docs", "u2"), "k1"),
+            store.get(("other",), "x"),
+            store.get(("docs", "u1"), "missing"),
+        )
+    ]
+    store.put(("docs", "u1"), "k1", {**APPLES, "n": 10})
+    seen["updated"] = store.get(("docs", "u1"), "k1").value  # type: ignore[union-attr]
+    seen["all_docs"] = keys(store.search(("docs",)))
+    seen["everything"] = keys(store.search(()))
+    seen["red"] = keys(store.search(("docs",), filter={"color": "red"}))
+    seen["n>2"] = keys(store.search((), filter={"n": {"$gt": 2}}))
+    seen["n<=2,ne"] = keys(store.search((), filter={"n": {"$lte": 2}, "color": {"$ne": "red"}}))
+    seen["nested"] = keys(store.search((), filter={"tags": {"fruit": True}}))
+    seen["page"] = len(store.search(("docs",), limit=2)), len(store.search(("docs",), offset=2))
+    seen["namespaces"] = store.list_namespaces()
+    seen["prefix"] = store.list_namespaces(prefix=("docs",))
+    seen["suffix"] = store.list_namespaces(suffix=("u1",))
+    seen["wildcard"] = store.list_namespaces(prefix=("*", "u2"))
+    seen["depth1"] = store.list_namespaces(max_depth=1)
+    seen["limited"] = store.list_namespaces(limit=1, offset=1)
+    store.delete(("docs", "u1"), "k2")
+    seen["deleted"] = store.get(("docs", "u1"), "k2")
+    seen["after_delete"] = keys(store.search(("docs",)))
+    # Last of the namespace checks: the reference store lists a namespace it was only
+    # asked about (its dict is a defaultdict); pgmem lists namespaces holding items.
+    seen["prefix_is_not_namespace"] = store.get(("docs",), "k1")
+    results = store.batch(
+        [
+            PutOp(("batch",), "b", {"content": "in a batch"}),
+            GetOp(("batch",), "b"),
+            SearchOp(("batch",)),
+            GetOp(("batch",), "nope"),
+        ]
+    )
+    seen["batch"] = [
+        None if results[0] is None else "?",
+        results[1].value if results[1] else None,  # type: ignore[union-attr]
+        keys(results[2]),  # type: ignore[arg-type]
+        results[3],
+    ]
+
+    async def async_calls() -> list[Any]:
+        await store.aput(("async",), "a", {"content": "written async"})
+        got = await store.aget(("async",), "a")
+        found = await store.asearch(("async",))
+        spaces = await store.alist_namespaces(prefix=("async",))
+        await store.adelete(("async",), "a")
+        return [got.value if got else None, keys(found), spaces, await store.aget(("async",), "a")]
+
+    seen["async"] = asyncio.run(async_calls())
+    return seen
+
+
+def test_contract_matches_langgraph_reference_store(pgmem_store: PgmemStore) -> None:
+    observed = {name: exercise(store) for name, store in stores(pgmem_store).items()}
+    reference, ours = observed["reference"], observed["pgmem"]
+    for check in reference:
+        assert ours[check] == reference[check], check
+    # Not vacuous: the reference answers are the ones LangGraph documents.
+    assert reference["red"] == {(("docs", "u1"), "k1"), (("docs", "u2"), "k1")}
+    assert reference["depth1"] == [("docs",), ("other",)]
+
+
+def test_items_carry_timestamps_and_validate_namespaces(pgmem_store: PgmemStore) -> None:
+    pgmem_store.put(("a",), "k", {"content": "first"})
+    first = pgmem_store.get(("a",), "k")
+    assert first is not None and first.created_at <= first.updated_at
+    pgmem_store.put(("a",), "k", {"content": "second"})
+    second = pgmem_store.get(("a",), "k")
+    assert second is not None and second.value == {"content": "second"}
+    assert second.created_at == first.created_at and second.updated_at > first.updated_at
+    with pytest.raises(InvalidNamespaceError):
+        pgmem_store.put(("a.b",), "k", {"content": "x"})
+    with pytest.raises(InvalidNamespaceError):
+        pgmem_store.get((), "k")
+    with pytest.raises(NotImplementedError):
+        pgmem_store.put(("a",), "t", {"content": "x"}, ttl=5)
+
+
+def test_same_content_is_one_memory_with_both_keys(pgmem_store: PgmemStore) -> None:
+    memory = pgmem_store.memory
+    ns = ("memories", "alice")
+    pgmem_store.put(ns, "one", {"content": "Alice likes green tea", "source": "chat"})
+    pgmem_store.put(ns, "two", {"content": "Alice likes green tea", "source": "email"})
+    rows = memory.get_all(subject_of(ns))
+    assert len(rows) == 1, "pgmem deduplicated the second put into the first memory"
+    assert rows[0]["metadata"]["langgraph_keys"] == ["one", "two"]
+    assert pgmem_store.get(ns, "one").value["source"] == "chat"  # type: ignore[union-attr]
+    assert pgmem_store.get(ns, "two").value["source"] == "email"  # type: ignore[union-attr]
+    assert keys(pgmem_store.search(ns)) == {(ns, "one"), (ns, "two")}
+
+    pgmem_store.delete(ns, "one")
+    assert pgmem_store.get(ns, "one") is None
+    assert memory.get(rows[0]["memory_id"])["status"] == "active"  # type: ignore[index]
+    pgmem_store.delete(ns, "two")
+    assert memory.get(rows[0]["memory_id"])["status"] == "deleted"  # type: ignore[index]
+    assert pgmem_store.list_namespaces() == []
+
+    # Re-putting a shared key with new content moves the key, the other keeps its memory.
+    pgmem_store.put(ns, "a", {"content": "Alice lives in Oslo"})
+    pgmem_store.put(ns, "b", {"content": "Alice lives in Oslo"})
+    pgmem_store.put(ns, "b", {"content": "Alice works in Bergen"})
+    assert pgmem_store.get(ns, "a").value == {"content": "Alice lives in Oslo"}  # type: ignore[union-attr]
+    assert pgmem_store.get(ns, "b").value == {"content": "Alice works in Bergen"}  # type: ignore[union-attr]
+    # Editing a key into another key's content joins that memory (PM051 avoided).
+    pgmem_store.put(ns, "b", {"content": "Alice lives in Oslo", "again": True})
+    assert len(memory.get_all(subject_of(ns))) == 1
+    assert pgmem_store.get(ns, "b").value["again"] is True  # type: ignore[union-attr]
+
+
+def test_items_survive_the_workers_merge(pgmem_store: PgmemStore) -> None:
+    """pgmem.merge (the worker's consolidation of near-duplicates) marks one memory
+    merged; its keys stay readable, and writing them again finds them a live home."""
+    ns = ("memories", "frank")
+    pgmem_store.put(ns, "a", {"content": "Frank drinks black coffee"})
+    pgmem_store.put(ns, "b", {"content": "Frank drinks his coffee black", "src": "b"})
+    pgmem_store.put(ns, "c", {"content": "Frank drinks his coffee black"})  # joins b
+    memory = pgmem_store.memory
+    ids = {r["content"]: r["memory_id"] for r in memory.get_all("memories.frank")}
+    with memory.transaction() as conn:
+        merged = conn.execute(
+            "select action from pgmem.merge(%s, %s)",
+            (ids["Frank drinks black coffee"], ids["Frank drinks his coffee black"]),
+        ).fetchone()
+    assert merged == ("merged",)
+
+    assert pgmem_store.get(ns, "b").value == {  # type: ignore[union-attr]
+        "content": "Frank drinks his coffee black",
+        "src": "b",
+    }
+    assert keys(pgmem_store.search(ns)) == {(ns, "a"), (ns, "b"), (ns, "c")}
+    assert pgmem_store.list_namespaces() == [ns]
+
+    pgmem_store.put(ns, "b", {"content": "Frank gave up coffee"})
+    assert pgmem_store.get(ns, "b").value == {"content": "Frank gave up coffee"}  # type: ignore[union-attr]
+    assert pgmem_store.get(ns, "c").value == {"content": "Frank drinks his coffee black"}  # type: ignore[union-attr]
+    live = memory.get_all("memories.frank")
+    assert {tuple(r["metadata"]["langgraph_keys"]) for r in live} == {("a",), ("b",), ("c",)}
+    pgmem_store.delete(ns, "c")
+    assert keys(pgmem_store.search(ns)) == {(ns, "a"), (ns, "b")}
+
+
+def test_search_with_a_query_goes_through_recall(pgmem_store: PgmemStore) -> None:
+    ns = ("memories", "bob")
+    pgmem_store.put(ns, "city", {"content": "Bob lives in Lisbon"})
+    pgmem_store.put(ns, "food", {"content": "Bob is allergic to peanuts"})
+    pgmem_store.put(("memories", "carol"), "city", {"content": "Carol lives in Lisbon"})
+    # Memories written without the store are not items.
+    pgmem_store.memory.add("Bob mentioned Lisbon twice", "memories.bob", infer=False)
+
+    hits = pgmem_store.search(ns, query="where does bob live? Lisbon")
+    assert hits[0].key == "city"
+    assert hits[0].score is not None and hits[0].score > 0
+    assert all(h.namespace == ns for h in hits)
+    both = pgmem_store.search(("memories",), query="Lisbon", limit=5)
+    assert {h.namespace for h in both if h.key == "city"} == {ns, ("memories", "carol")}
+    # recall reinforced what it returned.
+    city = pgmem_store.memory.get_all("memories.bob", filters={"langgraph_keys": ["city"]})
+    assert city[0]["access_count"] >= 1
+
+
+def test_concurrent_puts_of_one_key_leave_one_item(
+    db: Db, new_tenant: Callable[[], Tenant]
+) -> None:
+    """Two sessions putting the same keys at once (real connections, real threads):
+    each key ends up in exactly one memory, holding the last value written."""
+    tenant = new_tenant()
+    writers = [PgmemStore(Memory(tenant.dsn, embedder=False, llm=False)) for _ in range(2)]
+    ns = ("memories", "gina")
+    start = threading.Barrier(len(writers))
+
+    def write(store: PgmemStore, who: int) -> None:
+        start.wait()
+        for round_ in range(15):
+            store.batch(
+                [
+                    PutOp(ns, "mood", {"content": f"Gina feels mood {who}-{round_}"}),
+                    PutOp(("memories", "hal"), "mood", {"content": f"Hal mood {who}-{round_}"}),
+                ]
+            )
+
+    threads = [threading.Thread(target=write, args=(s, i)) for i, s in enumerate(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        for subject in ("memories.gina", "memories.hal"):
+            holders = writers[0].memory.get_all(subject, filters={"langgraph_keys": ["mood"]})
+            assert len(holders) == 1, holders
+        last = writers[0].get(ns, "mood")
+        assert last is not None and last.value["content"].endswith("-14")
+    finally:
+        for store in writers:
+            store.memory.close()
+
+
+def test_tenants_do_not_see_each_other(db: Db, new_tenant: Callable[[], Tenant]) -> None:
+    a = PgmemStore(Memory(conn=new_tenant().conn, embedder=False, llm=False))
+    b = PgmemStore(Memory(conn=new_tenant().conn, embedder=False, llm=False))
+    a.put(("shared", "name"), "k", {"content": "tenant a's secret"})
+    assert b.get(("shared", "name"), "k") is None
+    assert b.search(("shared",), query="secret") == []
+    assert b.list_namespaces() == []
+    b.put(("shared", "name"), "k", {"content": "tenant b's own"})
+    assert a.get(("shared", "name"), "k").value == {"content": "tenant a's secret"}  # type: ignore[union-attr]
+
+
+class State(TypedDict):
+    user: str
+    said: str
+    recalled: Annotated[list[str], operator.add]
+
+
+def remember_node(state: State, *, store: BaseStore) -> dict[str, Any]:
+    if state["said"].startswith("remember: "):
+        fact = state["said"].removeprefix("remember: ")
+        store.put(("memories", state["user"]), uuid.uuid4().hex, {"content": fact})
+    return {}
+
+
+async def recall_node(state: State, *, store: BaseStore) -> dict[str, Any]:
+    hits = await store.asearch(("memories", state["user"]), query=state["said"], limit=3)
+    return {"recalled": [h.value["content"] for h in hits]}
+
+
+def test_a_graph_shares_memories_across_threads(pgmem_store: PgmemStore) -> None:
+    builder = StateGraph(State)
+    builder.add_node("remember", remember_node)
+    builder.add_node("recall", recall_node)
+    builder.add_edge(START, "remember")
+    builder.add_edge("remember", "recall")
+    builder.add_edge("recall", END)
+    graph = builder.compile(checkpointer=InMemorySaver(), store=pgmem_store)
+
+    def turn(thread: str, user: str, said: str) -> list[str]:
+        config = {"configurable": {"thread_id": thread}}
+        state = asyncio.run(graph.ainvoke({"user": user, "said": said}, config))  # type: ignore[arg-type]
+        return state["recalled"]
+
+    turn("thread-1", "dana", "remember: Dana's favourite language is Rust")
+    turn("thread-1", "erin", "remember: Erin's favourite language is Haskell")
+    # A new thread (another conversation) recalls what the first one stored.
+    assert turn("thread-2", "dana", "favourite language")[0] == "Dana's favourite language is Rust"
+    assert turn("thread-3", "erin", "favourite language") == [
+        "Erin's favourite language is Haskell"
+    ]
+    assert pgmem_store.list_namespaces(prefix=("memories",)) == [
+        ("memories", "dana"),
+        ("memories", "erin"),
+    ]

@@ -1,0 +1,382 @@
+"""`pgmem mcp` through the MCP SDK's own client: over stdio in a real subprocess
+(every tool, errors with PM codes, a cross-tenant attempt), once over streamable
+HTTP, and the refusal to start without a tenant. The server runs without an
+embedding model (--no-embed) so each subprocess starts in about a second."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed (make setup installs it)")
+
+from conftest import Db, Tenant
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+
+from pgmem import Memory
+from pgmem.integrations.mcp_server import MAX_K, bind, build_server
+
+PGMEM = str(Path(sys.executable).with_name("pgmem"))
+LONG_TERM = {
+    "remember",
+    "recall",
+    "context",
+    "list_memories",
+    "update",
+    "forget",
+    "pin",
+    "unpin",
+    "history",
+}
+SESSION_AND_TASK = {
+    "append_turn",
+    "session_window",
+    "session_summary",
+    "prompt",
+    "start_task",
+    "resume_task",
+    "task_state",
+    "record_step",
+    "fail_step",
+    "finish_task",
+}
+
+
+def server_params(dsn: str, *args: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=PGMEM,
+        args=["mcp", "--no-embed", *args],
+        env={"PGMEM_DSN": dsn, "PATH": os.environ.get("PATH", "")},
+    )
+
+
+def run(body: Callable[[], Awaitable[None]]) -> None:
+    anyio.run(body)
+
+
+def data(result: CallToolResult) -> Any:
+    """A tool's structured result (lists come wrapped as {"result": [...]})."""
+    assert not result.is_error, result.content
+    value = result.structured_content
+    assert value is not None
+    return value["result"] if set(value) == {"result"} else value
+
+
+def error_text(result: CallToolResult) -> str:
+    assert result.is_error, result.structured_content
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+def test_stdio_every_long_term_tool(db: Db, new_tenant: Callable[[], Tenant]) -> None:
+    acme, other = new_tenant(), new_tenant()
+    foreign = Memory(conn=other.conn, embedder=False, llm=False).add(
+        "Bob's secret project is called Falcon", "bob", infer=False
+    )[0]["memory_id"]
+
+    async def body() -> None:
+        async with Client(server_params(acme.dsn)) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(tools) == LONG_TERM | SESSION_AND_TASK
+            for tool in tools.values():
+                assert tool.description, tool.name
+            recall_schema = tools["recall"].input_schema
+            assert recall_schema["required"] == ["query"]
+            assert recall_schema["properties"]["k"]["maximum"] == MAX_K
+            assert tools["recall"].annotations.read_only_hint is True
+
+            added = data(
+                await client.call_tool(
+                    "remember",
+                    {"text": "I live in Berlin and I prefer dark mode", "user": "alice"},
+                )
+            )
+            assert [r["action"] for r in added] == ["inserted", "inserted"]
+            berlin = next(r["memory_id"] for r in added if "Berlin" in r["content"])
+            raw = data(
+                await client.call_tool(
+                    "remember",
+                    {
+                        "messages": [{"role": "user", "content": "Alice's cat is named Miso"}],
+                        "user": "alice",
+                        "infer": False,
+                        "kind": "semantic",
+                    },
+                )
+            )
+            assert raw[0]["action"] == "inserted"
+
+            hits = data(
+                await client.call_tool("recall", {"query": "Berlin", "user": "alice", "k": 3})
+            )
+            assert hits[0]["memory_id"] == berlin
+            assert {"score", "relevance", "recency"} <= set(hits[0])
+
+            block = data(await client.call_tool("context", {"query": "cat", "user": "alice"}))
+            assert "Miso" in block
+
+            listed = data(await client.call_tool("list_memories", {"user": "alice"}))
+            assert len(listed) == 3
+
+            # Self-editing: the agent corrects a fact and the old text stays in history.
+            updated = data(
+                await client.call_tool(
+                    "update", {"memory_id": berlin, "content": "User lives in Hamburg"}
+                )
+            )
+            assert updated["content"] == "User lives in Hamburg"
+            events = data(await client.call_tool("history", {"memory_id": berlin}))
+            assert [e["event"] for e in events][-1] == "update"
+            assert events[-1]["old_content"] == "User lives in Berlin"
+
+            assert data(await client.call_tool("pin", {"memory_id": berlin}))["changed"]
+            assert data(await client.call_tool("unpin", {"memory_id": berlin}))["changed"]
+            assert data(await client.call_tool("forget", {"memory_id": berlin}))["changed"]
+            assert not data(await client.call_tool("forget", {"memory_id": berlin}))["changed"]
+
+            resource = await client.read_resource("pgmem://memories/alice")
+            rows = json.loads(resource.contents[0].text)
+            assert {r["content"] for r in rows} == {r["content"] for r in listed} - {
+                "User lives in Berlin"
+            }
+
+            # Errors come back as tool errors with the PM code and hint; the server lives on.
+            too_long = error_text(
+                await client.call_tool(
+                    "remember", {"text": "word " * 4000, "user": "alice", "infer": False}
+                )
+            )
+            assert "PM012" in too_long and "hint" in too_long
+            unknown = error_text(
+                await client.call_tool("update", {"memory_id": 10**9, "importance": 0.5})
+            )
+            assert "PM022" in unknown and "hint" in unknown
+            too_many = error_text(
+                await client.call_tool("recall", {"query": "x", "user": "alice", "k": 10_000})
+            )
+            assert "k" in too_many
+            no_user = error_text(await client.call_tool("recall", {"query": "x"}))
+            assert "user" in no_user
+
+            # Another tenant's memory id is unknown here, for reads and for writes.
+            for tool in ("forget", "history", "pin"):
+                result = await client.call_tool(tool, {"memory_id": foreign})
+                if tool == "history":
+                    assert data(result) == []
+                else:
+                    assert "PM022" in error_text(result)
+            assert data(await client.call_tool("recall", {"query": "Falcon", "user": "bob"})) == []
+            assert "Berlin" not in data(await client.call_tool("list_memories", {"user": "bob"}))
+
+    run(body)
+    row = other.conn.execute(
+        "select status, pinned from pgmem.memories where memory_id = %s", (foreign,)
+    ).fetchone()
+    assert row == ("active", False)
+
+
+def test_stdio_session_and_task_tools(db: Db, new_tenant: Callable[[], Tenant]) -> None:
+    acme, other = new_tenant(), new_tenant()
+    foreign = Memory(conn=other.conn, embedder=False, llm=False).start_task(
+        "bob", "a task of another tenant", ["one"]
+    )
+
+    async def body() -> None:
+        async with Client(server_params(acme.dsn)) as client:
+
+            async def call(tool: str, **arguments: Any) -> Any:
+                return data(await client.call_tool(tool, arguments))
+
+            chat = {"session_id": "chat-1", "user": "alice"}
+            await call("append_turn", role="system", content="Be brief.", **chat)
+            first = await call(
+                "append_turn", role="user", content="I fly to Paris on 12 May", **chat
+            )
+            assert first["seq"] == 2 and first["inbox_id"] is not None
+            await call("append_turn", role="assistant", content="Noted: Paris, 12 May.", **chat)
+            window = await call("session_window", **chat)
+            assert [t["role"] for t in window] == ["system", "user", "assistant"]
+            assert await call("session_summary", **chat) is None  # no fold yet
+
+            task = await call("start_task", goal="book the flight", plan=["search", "book"], **chat)
+            task_id = task["task_id"]
+            assert task["status"] == "running" and task["plan"] == ["search", "book"]
+            step = await call("record_step", task_id=task_id, step=1, observation="3 flights")
+            assert step["recorded"] is True
+            again = await call("record_step", task_id=task_id, step=1, observation="3 flights")
+            assert again["recorded"] is False  # idempotent
+            failed = await call("fail_step", task_id=task_id, step=2, error="card declined")
+            assert failed["retries"] == 1
+            resumed = await call("resume_task", **chat)
+            assert resumed["task_id"] == task_id and resumed["last_completed_step"] == 1
+
+            block = await call("prompt", query="Paris", token_budget=1000, **chat)
+            assert "book the flight" in block and "Paris" in block
+
+            done = await call(
+                "finish_task", task_id=task_id, outcome="booked AF123", learned_rule=None
+            )
+            assert done["memory_id"] is not None
+            assert (await call("task_state", task_id=task_id))["status"] == "done"
+            assert await call("resume_task", **chat) is None
+
+            # Errors carry the engine's codes; another tenant's task is unknown here.
+            bad_role = await client.call_tool(
+                "append_turn", {"role": "narrator", "content": "x", **chat}
+            )
+            assert "role" in error_text(bad_role)
+            bad_step = await client.call_tool("record_step", {"task_id": task_id, "step": 9})
+            assert "PM08" in error_text(bad_step)
+            for tool, args in (
+                ("task_state", {}),
+                ("record_step", {"step": 1}),
+                ("finish_task", {}),
+            ):
+                result = await client.call_tool(tool, {"task_id": foreign.task_id, **args})
+                assert "task" in error_text(result)
+
+    run(body)
+    assert foreign.state()["status"] == "running"
+
+
+def test_fixed_subject_confines_ids(db: Db, new_tenant: Callable[[], Tenant]) -> None:
+    acme = new_tenant()
+    memory = Memory(conn=acme.conn, embedder=False, llm=False)
+    bobs = memory.add("Bob likes tea", "bob", infer=False)[0]["memory_id"]
+    bobs_task = memory.start_task("bob", "bob's errand", ["go"])
+    server = build_server(bind(memory, subject="alice"))
+
+    async def body() -> None:
+        async with Client(server) as client:
+            stored = data(
+                await client.call_tool("remember", {"text": "Alice likes coffee", "infer": False})
+            )
+            assert stored[0]["action"] == "inserted"
+            listed = data(await client.call_tool("list_memories", {}))
+            assert [r["subject"] for r in listed] == ["alice"]
+            assert "alice" in error_text(
+                await client.call_tool("recall", {"query": "tea", "user": "bob"})
+            )
+            assert "PM022" in error_text(await client.call_tool("forget", {"memory_id": bobs}))
+            finish = await client.call_tool("finish_task", {"task_id": bobs_task.task_id})
+            assert "unknown task id" in error_text(finish)
+
+    run(body)
+    assert memory.get(bobs)["status"] == "active"
+    assert bobs_task.state()["status"] == "running"
+
+
+def test_refuses_to_start_without_a_tenant(db: Db, login_role: Callable[[str], Any]) -> None:
+    # A superuser DSN without --tenant: nothing binds a tenant.
+    done = subprocess.run(
+        [PGMEM, "mcp", "--no-embed"],
+        env={**os.environ, "PGMEM_DSN": db.dsn},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "no tenant is bound" in done.stderr
+    # A tenant that does not exist: the database's own refusal, with its code.
+    done = subprocess.run(
+        [PGMEM, "mcp", "--no-embed", "--tenant", "nosuchtenant"],
+        env={**os.environ, "PGMEM_DSN": db.dsn},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "cannot act for a tenant" in done.stderr and "nosuchtenant" in done.stderr
+
+
+def test_service_role_with_configured_tenant(db: Db, new_tenant: Callable[[], Tenant]) -> None:
+    acme = new_tenant()
+    Memory(conn=acme.conn, embedder=False, llm=False).add(
+        "Carol speaks Dutch", "carol", infer=False
+    )
+
+    async def body() -> None:
+        async with Client(server_params(db.dsn, "--tenant", acme.name)) as client:
+            hits = data(await client.call_tool("recall", {"query": "Dutch", "user": "carol"}))
+            assert [h["content"] for h in hits] == ["Carol speaks Dutch"]
+
+    run(body)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(new_tenant: Callable[[], Tenant]) -> Iterator[str]:
+    acme = new_tenant()
+    port = _free_port()
+    proc = subprocess.Popen(
+        [PGMEM, "mcp", "--no-embed", "--transport", "http", "--port", str(port)],
+        env={**os.environ, "PGMEM_DSN": acme.dsn},
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the HTTP server did not start"
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def test_streamable_http(http_server: str) -> None:
+    async def body() -> None:
+        async with Client(http_server) as client:
+            assert {t.name for t in (await client.list_tools()).tools} >= LONG_TERM
+            data(
+                await client.call_tool(
+                    "remember", {"text": "Dana plays the cello", "user": "dana", "infer": False}
+                )
+            )
+            hits = data(await client.call_tool("recall", {"query": "cello", "user": "dana"}))
+            assert hits[0]["content"] == "Dana plays the cello"
+
+    run(body)
+
+
+def test_database_refusal_is_not_a_crash(db: Db, new_tenant: Callable[[], Tenant]) -> None:
+    """An error the database raises mid-call leaves the connection usable."""
+    acme = new_tenant()
+    memory = Memory(conn=acme.conn, embedder=False, llm=False)
+    server = build_server(bind(memory))
+
+    async def body() -> None:
+        async with Client(server) as client:
+            bad = await client.call_tool("update", {"memory_id": 1, "kind": "semantic"})
+            assert "PM022" in error_text(bad)
+            ok = await client.call_tool(
+                "remember", {"text": "Eve writes Rust", "user": "eve", "infer": False}
+            )
+            assert data(ok)[0]["action"] == "inserted"
+
+    run(body)
