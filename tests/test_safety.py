@@ -122,7 +122,7 @@ def test_ordinary_text_is_not_injection(admin: psycopg.Connection, text: str) ->
             "Authorization: Bearer [REDACTED:api_key]",
             ["api_key"],
         ),
-        ("hash 0123456789abcdef0123456789abcdef", "hash [REDACTED:token]", ["token"]),
+        ("token 0123456789abcdef0123456789abcdef", "token [REDACTED:api_key]", ["api_key"]),
         ("tok aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM", "tok [REDACTED:token]", ["token"]),
         (
             "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
@@ -153,6 +153,8 @@ def test_secrets_are_redacted(
         "see https://example.com/some-long-article-title-with-many-words",
         "/home/user/projects/app2/src/main/java/com/example/Main.java",
         "version 1.2.3, port 5432, ISBN 978-3-16-148410-0",
+        # Unlabelled hex is an identifier (UUID, digest, commit), not a secret.
+        "hash 0123456789abcdef0123456789abcdef, session 3d111c8b8fc645d9a5e5a5aa83e98fd8",
     ],
 )
 def test_ordinary_numbers_and_text_are_kept(admin: psycopg.Connection, text: str) -> None:

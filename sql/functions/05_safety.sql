@@ -251,14 +251,15 @@ begin
          || '|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,}'
          || '|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})',
          '[REDACTED:api_key]', 'g', false),
-        -- Unlabelled random strings: 32+ hex digits with at least one digit
-        -- (but not exactly 40 or 64: git commit ids and SHA-256 digests are
-        -- not secrets), 32+ base64/url-safe characters mixing digits, lower
-        -- and upper case (words, slugs and paths do not), and 40-character
-        -- AWS-style secret keys that may contain '/' or '+'.
+        -- Unlabelled random strings: 32+ base64/url-safe characters mixing
+        -- digits, lower and upper case (words, slugs and paths do not), and
+        -- 40-character AWS-style secret keys that may contain '/' or '+'.
+        -- An unlabelled hex string is not one of them: UUIDs without dashes,
+        -- MD5 and SHA digests and git commit ids are identifiers that apps
+        -- put in session ids, metadata and store keys (a hex secret is
+        -- caught by its label or its provider prefix above).
         (130, 'random_token', 'secret', 'token',
-         '(?<![A-Za-z0-9])(?![0-9a-fA-F]{40}(?![A-Za-z0-9])|[0-9a-fA-F]{64}(?![A-Za-z0-9]))(?=[A-Za-z]*[0-9])[0-9a-fA-F]{32,}(?![A-Za-z0-9])'
-         || '|(?<![A-Za-z0-9+_-])(?=[A-Za-z0-9+_-]*[0-9])(?=[A-Za-z0-9+_-]*[a-z])(?=[A-Za-z0-9+_-]*[A-Z])'
+         '(?<![A-Za-z0-9+_-])(?=[A-Za-z0-9+_-]*[0-9])(?=[A-Za-z0-9+_-]*[a-z])(?=[A-Za-z0-9+_-]*[A-Z])'
          || '[A-Za-z0-9+_-]{32,}={0,2}'
          || '|(?<![A-Za-z0-9/+])(?=[A-Za-z0-9/+]*[0-9])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])',
          '[REDACTED:token]', 'g', false),
@@ -294,13 +295,14 @@ begin
         -- landlines with an area code, 010-12345678, (021) 6123 4567;
         -- Taiwanese mobiles 09xx-xxx-xxx; and any 7+ digit number after a
         -- phone label. Bare digit runs without a label, + or separators are
-        -- not phones.
+        -- not phones, nor are landline-shaped runs inside a longer token of
+        -- ASCII letters and digits (hex ids, hashes).
         (160, 'phone', 'secret', 'phone',
          '(?<![0-9])((\+|00)?86[ .-]?|\(\+?86\)[ .-]?)?1[3-9][0-9]([ .-]?[0-9]{4}){2}(?![0-9])'
          || '|(?<![0-9A-Za-z+])(\+|00)[1-9][0-9]{0,2}[ .-]?(\(?[0-9]{1,4}\)?[ .-]?){1,4}[0-9]{2,5}(?![0-9])'
-         || '|(?<![0-9])(\([2-9][0-9]{2}\) ?|[2-9][0-9]{2}[.-])[0-9]{3}[.-][0-9]{4}(?![0-9])'
-         || '|(?<![0-9])(\(0[1-9][0-9]{1,2}\)|0[1-9][0-9]{1,2})[ -]?[0-9]{3,4}[ -]?[0-9]{4}(?![0-9])'
-         || '|(?<![0-9])09[0-9]{2}[ -]?[0-9]{3}[ -]?[0-9]{3}(?![0-9])',
+         || '|(?<![0-9A-Za-z])(\([2-9][0-9]{2}\) ?|[2-9][0-9]{2}[.-])[0-9]{3}[.-][0-9]{4}(?![0-9A-Za-z])'
+         || '|(?<![0-9A-Za-z])(\(0[1-9][0-9]{1,2}\)|0[1-9][0-9]{1,2})[ -]?[0-9]{3,4}[ -]?[0-9]{4}(?![0-9A-Za-z])'
+         || '|(?<![0-9A-Za-z])09[0-9]{2}[ -]?[0-9]{3}[ -]?[0-9]{3}(?![0-9A-Za-z])',
          '[REDACTED:phone]', 'g', false),
         (161, 'labelled_phone', 'secret', 'phone',
          '(((?<![a-z])(phone|tel|telephone|mobile|cell|call\s*me(\s*(at|on))?|text\s*me(\s*(at|on))?|whatsapp|my\s*number\s*is|phone\s*number)'
