@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Annotated
 
 import typer
 
-from pgmem import server
+from pgmem import citus, server
 from pgmem.cli.common import DsnOption, fail
 from pgmem.config import Config
 
@@ -41,9 +42,27 @@ def _describe(cluster: server.Cluster) -> None:
 
 
 @app.command()
-def start(dsn: DsnOption = None) -> None:
+def start(
+    dsn: DsnOption = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--citus",
+            min=1,
+            help="A Citus cluster: this server as coordinator plus N workers on the next ports.",
+        ),
+    ] = None,
+) -> None:
     """Start the server, creating the cluster and database the first time."""
     config = Config.from_env(dsn=dsn)
+    if workers is None and not config.dsn and citus.is_local_cluster(config):
+        workers = len(citus.nodes(config)) - 1
+    if workers is not None:
+        with _errors():
+            for node, started in citus.start(config, workers):
+                state = "started" if started else "already running"
+                typer.echo(f"{node.role}: {state}: {server.dsn(node.config)}")
+        return
     with _errors():
         started = server.start(config)
         url = server.dsn(config)
@@ -54,8 +73,13 @@ def start(dsn: DsnOption = None) -> None:
 
 @app.command()
 def stop(dsn: DsnOption = None) -> None:
-    """Stop the server (fast shutdown: open sessions are rolled back)."""
+    """Stop the server (fast shutdown: open sessions are rolled back); every Citus node."""
     config = Config.from_env(dsn=dsn)
+    if not config.dsn and citus.is_local_cluster(config):
+        with _errors():
+            for node, stopped in citus.stop(config):
+                typer.echo(f"{node.role}: {'stopped' if stopped else 'not running'}")
+        return
     with _errors():
         stopped = server.stop(config)
     typer.echo("stopped" if stopped else "not running")
@@ -75,6 +99,10 @@ def status(dsn: DsnOption = None) -> None:
             return
         current = server.status(config)
         url = server.dsn(config)
+        if citus.is_local_cluster(config):
+            for node, state in citus.statuses(config)[1:]:
+                where = f"{'running' if state.running else 'stopped'}: {server.dsn(node.config)}"
+                typer.echo(f"citus {node.role}: {where}")
     if current.running:
         typer.echo(f"running (pid {current.pid}): {url}")
     elif not current.initialized:

@@ -19,8 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from pgmem import server
+from pgmem import schema, server
 from pgmem.config import Config
 
 WORKERS_DIR = "citus-workers"
@@ -124,3 +125,28 @@ def _register(cluster: list[Node]) -> None:
                     "select pg_catalog.citus_add_node(%s, %s)",
                     (node.socket_dir, node.config.port),
                 )
+
+
+# -- the schema on a Citus coordinator ----------------------------------------
+
+# Migrations create objects as pgmem_admin (a NOLOGIN role) inside one
+# transaction; with DDL propagation on, Citus would open worker connections as
+# that role. So revisions and sql/ run on the coordinator alone, and
+# pgmem.distribute() then copies to the workers what they need.
+NO_PROPAGATION = "-c citus.enable_ddl_propagation=off"
+
+
+def has_citus(dsn: str) -> bool:
+    """Whether the database at dsn has the citus extension (a Citus coordinator)."""
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("select exists (select from pg_extension where extname = 'citus')")
+        return bool(row.fetchone() == (True,))
+
+
+def upgrade(dsn: str, revision: str = "head", dims: int | None = None) -> list[tuple[object, ...]]:
+    """Migrate a Citus coordinator, then distribute by tenant; pgmem.distribute()'s rows."""
+    options = conninfo_to_dict(dsn).get("options") or ""
+    schema.upgrade(make_conninfo(dsn, options=f"{options} {NO_PROPAGATION}".strip()), revision, dims)
+    with psycopg.connect(dsn) as conn:
+        # One transaction: its SET LOCAL statements reach the workers.
+        return conn.execute("select * from pgmem.distribute()").fetchall()

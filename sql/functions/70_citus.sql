@@ -186,3 +186,20 @@ $$;
 comment on function pgmem.node_distribution() is
     'On a Citus coordinator: per node, how many tenants, shards of pgmem.memories, memories and bytes it holds '
     '(`pgmem stats --nodes`). pgmem_admin/readonly: needs to read every tenant. PM070 without Citus.';
+
+create or replace function pgmem._distributed()
+returns boolean
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- pg_dist_partition exists only with Citus: asked only when it is there.
+    return exists (select from pg_catalog.pg_extension as e where e.extname = 'citus')
+       and exists (select from pg_catalog.pg_dist_partition as p where p.logicalrelid = 'pgmem.memories'::regclass);
+end
+$$;
+
+comment on function pgmem._distributed() is
+    'True when pgmem.memories is a Citus distributed table (internal: the write path takes its Citus-safe way then).';

@@ -36,3 +36,11 @@ grant execute on function
     pgmem.cron_plan(text, text, text, text),
     pgmem.scheduled_jobs()
 to pgmem_readonly;
+
+-- Citus (70_citus.sql): distributing is for whoever migrates (a superuser);
+-- the per-node view is for administrators and DBAs, who read every tenant.
+revoke execute on function
+    pgmem.distribute(),
+    pgmem.node_distribution()
+from pgmem_app;
+grant execute on function pgmem.node_distribution(), pgmem._require_citus() to pgmem_readonly;
