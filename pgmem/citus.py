@@ -146,7 +146,9 @@ def has_citus(dsn: str) -> bool:
 def upgrade(dsn: str, revision: str = "head", dims: int | None = None) -> list[tuple[object, ...]]:
     """Migrate a Citus coordinator, then distribute by tenant; pgmem.distribute()'s rows."""
     options = conninfo_to_dict(dsn).get("options") or ""
-    schema.upgrade(make_conninfo(dsn, options=f"{options} {NO_PROPAGATION}".strip()), revision, dims)
+    schema.upgrade(
+        make_conninfo(dsn, options=f"{options} {NO_PROPAGATION}".strip()), revision, dims
+    )
     with psycopg.connect(dsn) as conn:
         # One transaction: its SET LOCAL statements reach the workers.
         return conn.execute("select * from pgmem.distribute()").fetchall()

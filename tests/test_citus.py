@@ -81,7 +81,10 @@ def tenant(admin: psycopg.Connection) -> Iterator[str]:
     name = f"t{uuid.uuid4().hex[:10]}"
     admin.execute("select pgmem.create_tenant(%s)", (name,))
     yield name
-    admin.execute("select pgmem.drop_tenant(%s) where exists (select from pgmem.tenants where tenant_id = %s)", (name, name))
+    admin.execute(
+        "select pgmem.drop_tenant(t.tenant_id) from pgmem.tenants as t where t.tenant_id = %s",
+        (name,),
+    )
 
 
 @pytest.fixture
@@ -164,8 +167,9 @@ def test_remember_recall_context_erase(
             " p_triple_object => 'dark')"
         ).fetchone()
         second = conn.execute(
-            "select action, memory_id from pgmem.remember('alice', 'Alice switched to the light theme',"
-            " p_kind => 'preference', p_triple_subject => 'alice', p_triple_predicate => 'theme',"
+            "select action, memory_id from pgmem.remember('alice',"
+            " 'Alice switched to the light theme', p_kind => 'preference',"
+            " p_triple_subject => 'alice', p_triple_predicate => 'theme',"
             " p_triple_object => 'light')"
         ).fetchone()
         again = conn.execute(
@@ -249,7 +253,7 @@ def test_a_tenant_login_on_the_coordinator_is_confined_to_its_tenant(
             assert conn.execute(
                 "select count(*) from pgmem.memories where tenant_id = %s", (other,)
             ).fetchone() == (0,)
-            conn.execute("set pgmem.tenant = %s" % psycopg.sql.quote(other))
+            conn.execute(psycopg.sql.SQL("set pgmem.tenant = {}").format(other))
             assert conn.execute("select pgmem.current_tenant()").fetchone() == (tenant,)
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute("select pgmem.set_tenant(%s)", (other,))
@@ -268,7 +272,9 @@ def test_a_tenant_login_on_the_coordinator_is_confined_to_its_tenant(
             assert conn.execute("select count(*) from pgmem.memories").fetchone() == (1,)
             conn.commit()
         admin.execute("select pgmem.drop_tenant(%s)", (tenant,))
-        assert admin.execute("select 1 from pg_roles where rolname = %s", (role,)).fetchone() is None
+        assert (
+            admin.execute("select 1 from pg_roles where rolname = %s", (role,)).fetchone() is None
+        )
     finally:
         admin.execute("select pgmem.drop_tenant(%s)", (other,))
 
@@ -304,7 +310,7 @@ def test_eight_writers_on_one_subject_leave_no_twins(service: str, tenant: str) 
                 conn.commit()
                 assert row is not None
                 actions.append(row[0])
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=write) for _ in range(8)]
@@ -325,9 +331,7 @@ def test_eight_writers_on_one_subject_leave_no_twins(service: str, tenant: str) 
 # -- worker and jobs ---------------------------------------------------------------
 
 
-def test_worker_drains_a_tenant_inbox_through_the_coordinator(
-    service: str, tenant: str
-) -> None:
+def test_worker_drains_a_tenant_inbox_through_the_coordinator(service: str, tenant: str) -> None:
     with bound(service, tenant) as conn:
         conn.execute(
             "select pgmem.enqueue('gina', %s::jsonb)",
@@ -357,18 +361,14 @@ def test_worker_drains_a_tenant_inbox_through_the_coordinator(
 )
 def test_lifecycle_jobs_run_from_the_coordinator(admin: psycopg.Connection, tenant: str) -> None:
     admin.execute("select pgmem.set_tenant(%s, false)", (tenant,))
-    admin.execute(
-        "insert into pgmem.subjects (tenant_id, subject) values (%s, 'hank')", (tenant,)
-    )
+    admin.execute("insert into pgmem.subjects (tenant_id, subject) values (%s, 'hank')", (tenant,))
     admin.execute(
         "insert into pgmem.memories (tenant_id, subject, kind, content, importance,"
         " last_accessed_at) values (%s, 'hank', 'episodic', 'Hank went hiking', 0.8,"
         " now() - interval '60 days')",
         (tenant,),
     )
-    status, counts = admin.execute(
-        "select status, counts from pgmem.run_job('decay')"
-    ).fetchone()
+    status, counts = admin.execute("select status, counts from pgmem.run_job('decay')").fetchone()
     assert status == "ok" and counts["decayed"] >= 1
     effective = admin.execute(
         "select effective_importance from pgmem.memories where tenant_id = %s", (tenant,)
@@ -382,9 +382,7 @@ def test_pg_cron_on_the_coordinator_really_ticks(admin: psycopg.Connection) -> N
     at a real minute tick and the run is recorded in job_runs (whether the job
     itself succeeds on Citus is test_lifecycle_jobs_run_from_the_coordinator's)."""
     before = admin.execute("select coalesce(max(run_id), 0) from pgmem.job_runs").fetchone()
-    command = admin.execute(
-        "select command from pgmem.cron_plan() where job = 'decay'"
-    ).fetchone()
+    command = admin.execute("select command from pgmem.cron_plan() where job = 'decay'").fetchone()
     assert before is not None and command is not None
     jobid = admin.execute(
         "select cron.schedule('pgmem-citus-test', '* * * * *', %s)", (command[0],)
@@ -423,9 +421,10 @@ def test_node_distribution_and_tenant_drop(admin: psycopg.Connection, service: s
         assert len(rows) == WORKERS
         total = admin.execute("select count(*) from pgmem.memories").fetchone()
         assert total is not None and sum(r[4] for r in rows) == total[0]
-        assert sum(r[2] for r in rows) == admin.execute(
-            "select count(*) from pgmem.tenants"
-        ).fetchone()[0]
+        assert (
+            sum(r[2] for r in rows)
+            == admin.execute("select count(*) from pgmem.tenants").fetchone()[0]
+        )
     finally:
         for name in names:
             assert admin.execute("select pgmem.drop_tenant(%s)", (name,)).fetchone() == (1,)
@@ -444,5 +443,3 @@ def test_cli_db_status_lists_every_node(cluster: Config) -> None:
     assert result.exit_code == 0, result.output
     for index in range(1, WORKERS + 1):
         assert f"citus worker-{index}: running" in result.output
-
-

@@ -195,9 +195,12 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    -- pg_dist_partition exists only with Citus: asked only when it is there.
-    return exists (select from pg_catalog.pg_extension as e where e.extname = 'citus')
-       and exists (select from pg_catalog.pg_dist_partition as p where p.logicalrelid = 'pgmem.memories'::regclass);
+    -- pg_dist_partition exists only with Citus: asked only when it is there
+    -- (a separate statement, which PL/pgSQL parses only when it runs).
+    if not exists (select from pg_catalog.pg_extension as e where e.extname = 'citus') then
+        return false;
+    end if;
+    return exists (select from pg_catalog.pg_dist_partition as p where p.logicalrelid = 'pgmem.memories'::regclass);
 end
 $$;
 
