@@ -7,10 +7,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated
 
+import psycopg
 import typer
 
 from pgmem import citus, server
-from pgmem.cli.common import DsnOption, fail
+from pgmem.cli.common import (
+    DsnOption,
+    JsonOption,
+    database_errors,
+    dsn_for,
+    fail,
+    print_rows,
+)
 from pgmem.config import Config
 
 app = typer.Typer(
@@ -124,6 +132,16 @@ def url(dsn: DsnOption = None) -> None:
         typer.echo(server.dsn(config))
         if not config.dsn and not server.status(config).running:
             typer.echo("note: the server is not running (`pgmem db start`)", err=True)
+
+
+@app.command()
+def nodes(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
+    """Citus: tenants, shards, memories and bytes per node (pgmem.node_distribution)."""
+    with database_errors(), psycopg.connect(dsn_for(dsn)) as conn:
+        rows = conn.cursor(row_factory=psycopg.rows.dict_row).execute(
+            "select * from pgmem.node_distribution()"
+        )
+        print_rows(rows.fetchall(), as_json=as_json, title="memories per Citus node")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -1,4 +1,4 @@
-"""`pgmem tenant create|list|drop`."""
+"""`pgmem tenant create|list|drop|move`."""
 
 from __future__ import annotations
 
@@ -77,3 +77,29 @@ def drop(
         row = conn.execute("select pgmem.drop_tenant(%s)", (tenant,)).fetchone()
         assert row is not None
     console.print(f"tenant {tenant} dropped ({row[0]} memories removed)")
+
+
+@app.command()
+def move(
+    tenant: TenantArg,
+    to_node: Annotated[
+        str,
+        typer.Option(
+            "--to-node",
+            help="Citus worker as host:port (the nodename and nodeport of pg_dist_node).",
+        ),
+    ],
+    dsn: DsnOption = None,
+) -> None:
+    """Citus: give a hot tenant a shard of its own and move it to another worker."""
+    host, _, port = to_node.rpartition(":")
+    if not host or not port.isdigit():
+        raise typer.BadParameter("expected host:port", param_hint="--to-node")
+    with database_errors(), psycopg.connect(dsn_for(dsn), autocommit=True) as conn:
+        row = conn.execute(
+            "select * from pgmem.move_tenant(%s, %s, %s)", (tenant, host, int(port))
+        ).fetchone()
+        assert row is not None
+    shard, source, target, moved = row
+    state = "moved" if moved else "already there"
+    console.print(f"tenant {tenant} (shard {shard}): {source} -> {target}: {state}")

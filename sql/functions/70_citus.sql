@@ -206,3 +206,48 @@ $$;
 
 comment on function pgmem._distributed() is
     'True when pgmem.memories is a Citus distributed table (internal: the write path takes its Citus-safe way then).';
+
+create or replace function pgmem.move_tenant(p_tenant text, p_node_name text, p_node_port integer)
+returns table (shard_id bigint, from_node text, to_node text, moved boolean)
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_shard bigint;
+    v_from record;
+begin
+    perform pgmem._require_citus();
+    if not exists (select from pgmem.tenants as t where t.tenant_id = p_tenant) then
+        raise exception 'unknown pgmem tenant: %', coalesce(p_tenant, 'NULL')
+            using errcode = 'PM002', hint = 'pgmem tenant list shows the tenants.';
+    end if;
+    if not exists (select from pg_catalog.pg_dist_node as n
+                   where n.nodename = p_node_name and n.nodeport = p_node_port and n.isactive
+                     and n.shouldhaveshards) then
+        raise exception 'no active Citus worker %:%', p_node_name, p_node_port
+            using errcode = 'PM072', hint = 'select nodename, nodeport from pg_dist_node lists the nodes.';
+    end if;
+    -- A shard group of its own first, so that the move carries this tenant
+    -- and no other (isolate_tenant_to_new_shard splits every colocated table).
+    v_shard := pg_catalog.get_shard_id_for_distribution_column('pgmem.subjects', p_tenant);
+    if (select s.shardminvalue <> s.shardmaxvalue from pg_catalog.pg_dist_shard as s where s.shardid = v_shard) then
+        v_shard := pg_catalog.isolate_tenant_to_new_shard('pgmem.subjects', p_tenant, 'CASCADE',
+                                                          shard_transfer_mode => 'block_writes');
+    end if;
+    select p.nodename, p.nodeport into v_from
+    from pg_catalog.pg_dist_shard_placement as p where p.shardid = v_shard;
+    if (v_from.nodename, v_from.nodeport) is distinct from (p_node_name, p_node_port) then
+        perform pg_catalog.citus_move_shard_placement(v_shard, v_from.nodename, v_from.nodeport,
+                                                      p_node_name, p_node_port,
+                                                      shard_transfer_mode => 'block_writes');
+    end if;
+    return query select v_shard, v_from.nodename || ':' || v_from.nodeport, p_node_name || ':' || p_node_port,
+                        (v_from.nodename, v_from.nodeport) is distinct from (p_node_name, p_node_port);
+end
+$$;
+
+comment on function pgmem.move_tenant(text, text, integer) is
+    'On a Citus coordinator: gives a (hot) tenant a shard group of its own and moves it to worker p_node_name:p_node_port '
+    '(writes to that tenant wait during the copy). Superuser only; PM070 without Citus, PM072 for an unknown worker.';

@@ -41,6 +41,7 @@ to pgmem_readonly;
 -- the per-node view is for administrators and DBAs, who read every tenant.
 revoke execute on function
     pgmem.distribute(),
-    pgmem.node_distribution()
+    pgmem.node_distribution(),
+    pgmem.move_tenant(text, text, integer)
 from pgmem_app;
 grant execute on function pgmem.node_distribution(), pgmem._require_citus() to pgmem_readonly;
