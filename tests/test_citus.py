@@ -437,6 +437,47 @@ def test_node_distribution_and_tenant_drop(admin: psycopg.Connection, service: s
     ).fetchone() == (0,)
 
 
+def test_move_tenant_gives_it_a_shard_of_its_own_on_another_worker(
+    admin: psycopg.Connection, service: str, tenant: str
+) -> None:
+    with bound(service, tenant) as conn:
+        conn.execute("select pgmem.remember('jack', 'Jack collects stamps')")
+        conn.commit()
+    total = admin.execute("select count(*) from pgmem.memories").fetchone()
+    source = admin.execute(
+        "select nodename, nodeport from citus_shards where shardid ="
+        " get_shard_id_for_distribution_column('pgmem.memories', %s::text)",
+        (tenant,),
+    ).fetchone()
+    assert source is not None
+    target = admin.execute(
+        "select nodename, nodeport from pg_dist_node"
+        " where groupid <> 0 and (nodename, nodeport) <> (%s, %s) limit 1",
+        source,
+    ).fetchone()
+    assert target is not None
+    shard, _, _, moved = admin.execute(
+        "select * from pgmem.move_tenant(%s, %s, %s)", (tenant, *target)
+    ).fetchone()
+    assert moved is True
+    placed = admin.execute(
+        "select nodename, nodeport, shardminvalue = shardmaxvalue from citus_shards"
+        " join pg_dist_shard using (shardid) where shardid ="
+        " get_shard_id_for_distribution_column('pgmem.memories', %s::text)",
+        (tenant,),
+    ).fetchone()
+    assert placed == (*target, True)
+    # Moving it again changes nothing; no row was lost or duplicated anywhere.
+    again = admin.execute("select moved from pgmem.move_tenant(%s, %s, %s)", (tenant, *target))
+    assert again.fetchone() == (False,)
+    assert admin.execute("select count(*) from pgmem.memories").fetchone() == total
+    with bound(service, tenant) as conn:
+        hits = conn.execute("select content from pgmem.recall('jack', 'stamps')").fetchall()
+        conn.commit()
+    assert hits == [("Jack collects stamps",)]
+    del shard
+
+
 def test_cli_db_status_lists_every_node(cluster: Config) -> None:
     env = {"PGMEM_HOME": str(cluster.home), "PGMEM_PORT": str(cluster.port)}
     result = CliRunner().invoke(app, ["db", "status"], env={**os.environ, **env})
