@@ -109,6 +109,13 @@ def _register(cluster: list[Node]) -> None:
     coordinator = cluster[0]
     for node in cluster:
         with psycopg.connect(server.dsn(node.config), autocommit=True) as conn:
+            row = conn.execute("show shared_preload_libraries").fetchone()
+            if row is None or "citus" not in row[0].split(","):
+                # It ran before it became a Citus node: start() did not restart it.
+                raise server.ServerError(
+                    f"the {node.role} on port {node.config.port} runs without citus loaded; "
+                    "`pgmem db stop`, then `pgmem db start --citus N` again"
+                )
             conn.execute("create extension if not exists citus")
     with psycopg.connect(server.dsn(coordinator.config), autocommit=True) as conn:
         conn.execute(

@@ -456,7 +456,7 @@ def test_move_tenant_gives_it_a_shard_of_its_own_on_another_worker(
         source,
     ).fetchone()
     assert target is not None
-    shard, _, _, moved = admin.execute(
+    _shard, _, _, moved = admin.execute(
         "select * from pgmem.move_tenant(%s, %s, %s)", (tenant, *target)
     ).fetchone()
     assert moved is True
@@ -475,7 +475,6 @@ def test_move_tenant_gives_it_a_shard_of_its_own_on_another_worker(
         hits = conn.execute("select content from pgmem.recall('jack', 'stamps')").fetchall()
         conn.commit()
     assert hits == [("Jack collects stamps",)]
-    del shard
 
 
 def test_cli_db_status_lists_every_node(cluster: Config) -> None:
