@@ -633,6 +633,9 @@ def _write_settings(cluster: Cluster, config: Config, user: pwd.struct_passwd | 
                 # Row-level security on a shard reads the login binding from the
                 # reference table _tenant_logins, whose placement is local on every node.
                 "citus.allow_nested_distributed_execution": "on",
+                # Connections a node opens to itself (shard splits and moves) go
+                # over its socket, like the other node-to-node connections.
+                "citus.local_hostname": _conf_string(str(cluster.socket_dir)),
                 "max_connections": "200",
             }
         )

@@ -68,6 +68,13 @@ begin
         raise exception 'could not update pgmem functions on the workers: %', v_failed[1]
             using errcode = 'PM071', hint = 'Check that every worker runs and has the vector extension.';
     end if;
+    -- Citus moves and splits shards (pgmem.move_tenant, rebalancing) over
+    -- connections as the tables' owner, so pgmem_admin must be able to log in
+    -- between nodes. It has no password: over TCP it still cannot log in
+    -- unless the operator gives it one (docs/scaling.md).
+    if not (select r.rolcanlogin from pg_catalog.pg_roles as r where r.rolname = 'pgmem_admin') then
+        execute 'alter role pgmem_admin login';
+    end if;
     -- Citus distributes a table only when its foreign keys point at tables of
     -- the right kind already, and the pgmem keys form a chain (tenants <-
     -- subjects <- memories <- memory_links ...). So the keys between pgmem
