@@ -20,6 +20,7 @@ from pgmem.cli.common import (
     print_rows,
 )
 from pgmem.config import Config
+from pgmem.queries import citus as Q
 
 app = typer.Typer(
     help=(
@@ -138,9 +139,7 @@ def url(dsn: DsnOption = None) -> None:
 def nodes(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     """Citus: tenants, shards, memories and bytes per node (pgmem.node_distribution)."""
     with database_errors(), psycopg.connect(dsn_for(dsn)) as conn:
-        rows = conn.cursor(row_factory=psycopg.rows.dict_row).execute(
-            "select * from pgmem.node_distribution()"
-        )
+        rows = conn.cursor(row_factory=psycopg.rows.dict_row).execute(Q.NODE_DISTRIBUTION)
         print_rows(rows.fetchall(), as_json=as_json, title="memories per Citus node")
 
 

@@ -9,6 +9,7 @@ import psycopg
 import typer
 
 from pgmem.cli.common import DsnOption, JsonOption, console, database_errors, dsn_for, print_rows
+from pgmem.queries import citus as Q
 
 app = typer.Typer(help="Create, list and drop tenants.", no_args_is_help=True)
 
@@ -96,9 +97,7 @@ def move(
     if not host or not port.isdigit():
         raise typer.BadParameter("expected host:port", param_hint="--to-node")
     with database_errors(), psycopg.connect(dsn_for(dsn), autocommit=True) as conn:
-        row = conn.execute(
-            "select * from pgmem.move_tenant(%s, %s, %s)", (tenant, host, int(port))
-        ).fetchone()
+        row = conn.execute(Q.MOVE_TENANT, (tenant, host, int(port))).fetchone()
         assert row is not None
     shard, source, target, moved = row
     state = "moved" if moved else "already there"

@@ -23,6 +23,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pgmem import schema, server
 from pgmem.config import Config
+from pgmem.queries import citus as Q
 
 WORKERS_DIR = "citus-workers"
 DEFAULT_WORKERS = 2
@@ -54,7 +55,7 @@ def is_local_cluster(config: Config) -> bool:
 
 
 def start(config: Config, workers: int = DEFAULT_WORKERS) -> list[tuple[Node, bool]]:
-    """Create (first time) and start the coordinator and `workers` workers, then register
+    """Creates (first time) and starts the coordinator and `workers` workers, then registers
     the workers with the coordinator. Returns each node and whether this call started it."""
     if config.dsn:
         raise server.ServerError(f"{server.EXTERNAL_MESSAGE}: {server.redact(config.dsn)}")
@@ -109,29 +110,22 @@ def _register(cluster: list[Node]) -> None:
     coordinator = cluster[0]
     for node in cluster:
         with psycopg.connect(server.dsn(node.config), autocommit=True) as conn:
-            row = conn.execute("show shared_preload_libraries").fetchone()
+            row = conn.execute(Q.PRELOADED).fetchone()
             if row is None or "citus" not in row[0].split(","):
                 # It ran before it became a Citus node: start() did not restart it.
                 raise server.ServerError(
                     f"the {node.role} on port {node.config.port} runs without citus loaded; "
                     "`pgmem db stop`, then `pgmem db start --citus N` again"
                 )
-            conn.execute("create extension if not exists citus")
+            conn.execute(Q.CREATE_CITUS)
     with psycopg.connect(server.dsn(coordinator.config), autocommit=True) as conn:
-        conn.execute(
-            "select pg_catalog.citus_set_coordinator_host(%s, %s)",
-            (coordinator.socket_dir, coordinator.config.port),
-        )
+        conn.execute(Q.SET_COORDINATOR, (coordinator.socket_dir, coordinator.config.port))
         for node in cluster[1:]:
             registered = conn.execute(
-                "select 1 from pg_catalog.pg_dist_node where nodename = %s and nodeport = %s",
-                (node.socket_dir, node.config.port),
+                Q.NODE_REGISTERED, (node.socket_dir, node.config.port)
             ).fetchone()
             if registered is None:
-                conn.execute(
-                    "select pg_catalog.citus_add_node(%s, %s)",
-                    (node.socket_dir, node.config.port),
-                )
+                conn.execute(Q.ADD_NODE, (node.socket_dir, node.config.port))
 
 
 # -- the schema on a Citus coordinator ----------------------------------------
@@ -146,7 +140,7 @@ NO_PROPAGATION = "-c citus.enable_ddl_propagation=off"
 def has_citus(dsn: str) -> bool:
     """Whether the database at dsn has the citus extension (a Citus coordinator)."""
     with psycopg.connect(dsn) as conn:
-        row = conn.execute("select exists (select from pg_extension where extname = 'citus')")
+        row = conn.execute(Q.HAS_CITUS)
         return bool(row.fetchone() == (True,))
 
 
@@ -158,4 +152,4 @@ def upgrade(dsn: str, revision: str = "head", dims: int | None = None) -> list[t
     )
     with psycopg.connect(dsn) as conn:
         # One transaction: its SET LOCAL statements reach the workers.
-        return conn.execute("select * from pgmem.distribute()").fetchall()
+        return conn.execute(Q.DISTRIBUTE).fetchall()

@@ -34,6 +34,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pgmem import schema
+from pgmem.queries import citus as Q
 
 PREFIX = "cb"
 SUBJECTS = 10
@@ -64,32 +65,8 @@ def _tenant(i: int) -> str:
     return f"{PREFIX}{i:05d}"
 
 
-LOAD = """
-insert into pgmem.subjects (tenant_id, subject)
-select t.tenant_id, 'user' || s
-from pgmem.tenants as t cross join generate_series(1, %(subjects)s) as s
-where t.tenant_id like 'cb%%';
-insert into pgmem.memories (tenant_id, subject, kind, content, embedding, importance)
-select t.tenant_id, 'user' || (1 + i %% %(subjects)s), 'semantic',
-       format('%%s likes %%s and %%s (note %%s)', 'user' || (1 + i %% %(subjects)s),
-              (%(words)s::text[])[1 + (i * 7 + n) %% %(nwords)s],
-              (%(words)s::text[])[1 + (i * 13 + n * 3) %% %(nwords)s], i),
-       -- i > -n ties the subquery to the row: one fresh vector per memory
-       (select array_agg(random() - 0.5) from generate_series(1, %(dims)s)
-        where i > -n)::public.vector,
-       0.5
-from (select tenant_id, row_number() over (order by tenant_id) as n
-      from pgmem.tenants where tenant_id like 'cb%%') as t
-cross join generate_series(1, %(per_tenant)s) as i;
-"""
-
-
 def _create_tenants(conn: psycopg.Connection[Any], tenants: int) -> None:
-    conn.execute(
-        "select pgmem.create_tenant(format('cb%%s', lpad(i::text, 5, '0')))"
-        " from generate_series(1, %s) as i",
-        (tenants,),
-    )
+    conn.execute(Q.BENCH_CREATE_TENANTS, (tenants,))
 
 
 def _load(dsn: str, tenants: int, per_tenant: int) -> float:
@@ -104,10 +81,10 @@ def _load(dsn: str, tenants: int, per_tenant: int) -> float:
             "dims": DIMS,
             "per_tenant": per_tenant,
         }
-        for statement in LOAD.strip().split(";\n"):
-            conn.execute(statement, params)
+        conn.execute(Q.BENCH_LOAD_SUBJECTS, params)
+        conn.execute(Q.BENCH_LOAD_MEMORIES, params)
         conn.commit()
-        conn.execute("analyze pgmem.memories")
+        conn.execute(Q.BENCH_ANALYZE)
     return time.perf_counter() - started
 
 
@@ -115,10 +92,7 @@ def _bytes_per_memory(dsn: str, distributed: bool) -> float:
     size = "citus_total_relation_size" if distributed else "pg_total_relation_size"
     with psycopg.connect(dsn) as conn:
         row = conn.execute(
-            sql.SQL(
-                "select {}('pgmem.memories'::regclass)::float8"
-                " / nullif((select count(*) from pgmem.memories), 0)"
-            ).format(sql.Identifier(size))
+            sql.SQL(Q.BENCH_BYTES_PER_MEMORY).format(sql.Identifier(size))
         ).fetchone()
     return float(row[0]) if row and row[0] is not None else 0.0
 
@@ -130,9 +104,7 @@ def _service(dsn: str) -> Iterator[str]:
     params = conninfo_to_dict(dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(
-            sql.SQL("create role {} login password {} in role pgmem_service").format(
-                sql.Identifier(role), sql.Literal(password)
-            )
+            sql.SQL(Q.BENCH_CREATE_SERVICE).format(sql.Identifier(role), sql.Literal(password))
         )
     try:
         yield make_conninfo(
@@ -144,7 +116,7 @@ def _service(dsn: str) -> Iterator[str]:
         )
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
+            conn.execute(sql.SQL(Q.BENCH_DROP_ROLE).format(sql.Identifier(role)))
 
 
 def _recall_latency(service_dsn: str, tenants: int, queries: int, seed: int) -> dict[str, float]:
@@ -155,9 +127,9 @@ def _recall_latency(service_dsn: str, tenants: int, queries: int, seed: int) -> 
             tenant = _tenant(rng.randint(1, tenants))
             vector = "[" + ",".join(f"{rng.random() - 0.5:.4f}" for _ in range(DIMS)) + "]"
             started = time.perf_counter()
-            conn.execute("select pgmem.set_tenant(%s)", (tenant,))
+            conn.execute(Q.BENCH_SET_TENANT, (tenant,))
             conn.execute(
-                "select count(*) from pgmem.recall(%s, %s, %s::public.vector, p_k => 10)",
+                Q.BENCH_RECALL,
                 (f"user{rng.randint(1, SUBJECTS)}", f"who likes {rng.choice(WORDS)}?", vector),
             ).fetchone()
             conn.commit()
@@ -175,24 +147,15 @@ def _correctness(
     coordinator: str, service_dsn: str, tenants: int, per_tenant: int
 ) -> dict[str, Any]:
     with psycopg.connect(coordinator) as conn:
-        row = conn.execute(
-            "select count(*), count(distinct tenant_id) from pgmem.memories"
-            " where tenant_id like 'cb%'"
-        ).fetchone()
-        per = conn.execute(
-            "select min(c), max(c) from (select count(*) as c from pgmem.memories"
-            " where tenant_id like 'cb%' group by tenant_id) as x"
-        ).fetchone()
+        row = conn.execute(Q.BENCH_COUNT).fetchone()
+        per = conn.execute(Q.BENCH_PER_TENANT).fetchone()
     assert row is not None and per is not None
     sample = random.Random(7).sample(range(1, tenants + 1), min(20, tenants))
     confined = 0
     with psycopg.connect(service_dsn) as conn:
         for i in sample:
-            conn.execute("select pgmem.set_tenant(%s)", (_tenant(i),))
-            seen = conn.execute(
-                "select count(*), count(*) filter (where tenant_id <> %s) from pgmem.memories",
-                (_tenant(i),),
-            ).fetchone()
+            conn.execute(Q.BENCH_SET_TENANT, (_tenant(i),))
+            seen = conn.execute(Q.BENCH_VISIBLE, (_tenant(i),)).fetchone()
             conn.commit()
             confined += int(seen == (per_tenant, 0))
     return {
@@ -219,18 +182,14 @@ def run(
 ) -> CitusBenchResult:
     """The comparison; coordinator is a superuser DSN of a Citus coordinator's pgmem database."""
     with psycopg.connect(coordinator, autocommit=True) as conn:
-        workers = conn.execute(
-            "select count(*) from pg_dist_node where groupid <> 0 and isactive"
-        ).fetchone()
-        existing = conn.execute(
-            "select count(*) from pgmem.tenants where tenant_id like 'cb%'"
-        ).fetchone()
+        workers = conn.execute(Q.BENCH_WORKERS).fetchone()
+        existing = conn.execute(Q.BENCH_EXISTING).fetchone()
     if existing and existing[0]:
         _remove(coordinator)
     single_name = f"pgmem_citus_bench_single_{uuid.uuid4().hex[:6]}"
     single = make_conninfo(coordinator, dbname=single_name)
     with psycopg.connect(coordinator, autocommit=True) as conn:
-        conn.execute(sql.SQL("create database {}").format(sql.Identifier(single_name)))
+        conn.execute(sql.SQL(Q.BENCH_CREATE_DATABASE).format(sql.Identifier(single_name)))
     try:
         schema.upgrade(single)
         say(f"loading {tenants * per_tenant:,} memories over {tenants:,} tenants (Citus)")
@@ -254,17 +213,10 @@ def run(
             explain = "\n".join(
                 r[0]
                 for r in conn.execute(
-                    sql.SQL(
-                        "explain (costs off) select memory_id, content from pgmem.memories"
-                        " where tenant_id = {} and subject = 'user1' and status = 'active'"
-                    ).format(sql.Literal(tenant))
+                    sql.SQL(Q.BENCH_EXPLAIN).format(sql.Literal(tenant))
                 ).fetchall()
             )
-            node = conn.execute(
-                "select nodename || ':' || nodeport from citus_shards"
-                " where shardid = get_shard_id_for_distribution_column('pgmem.memories', %s::text)",
-                (tenant,),
-            ).fetchone()
+            node = conn.execute(Q.BENCH_TENANT_NODE, (tenant,)).fetchone()
         return CitusBenchResult(
             tenants=tenants,
             memories=tenants * per_tenant,
@@ -280,15 +232,10 @@ def run(
         say("removing the benchmark tenants and the plain database")
         _remove(coordinator)
         with psycopg.connect(coordinator, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("drop database if exists {} with (force)").format(
-                    sql.Identifier(single_name)
-                )
-            )
+            conn.execute(sql.SQL(Q.BENCH_DROP_DATABASE).format(sql.Identifier(single_name)))
 
 
 def _remove(coordinator: str) -> None:
     with psycopg.connect(coordinator) as conn:
-        # Foreign keys cascade from tenants to every distributed table.
-        conn.execute("delete from pgmem.tenants where tenant_id like 'cb%'")
-        conn.execute("delete from pgmem.settings where tenant_id like 'cb%'")
+        conn.execute(Q.BENCH_REMOVE_TENANTS)
+        conn.execute(Q.BENCH_REMOVE_SETTINGS)

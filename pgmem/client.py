@@ -31,24 +31,20 @@ cannot act for the requested tenant raises :class:`TenantError`.
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
 import psycopg
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 
-from pgmem import queries
+from pgmem import ingest, queries
 from pgmem.db import resolve_dsn
 from pgmem.embed import Embedder, embedder_from_env
-from pgmem.extract import KINDS, LLMExtractor, Mode, as_messages, extract
+from pgmem.extract import KINDS, LLMExtractor, Mode, as_messages
 
 __all__ = [
     "AddResult",
@@ -70,8 +66,8 @@ Connection: TypeAlias = psycopg.Connection[Any]
 _Batch: TypeAlias = list[tuple[int, Row, bool]]
 
 # SQLSTATEs meaning "this tenant has no memory with that id": the write path's
-# (10_write.sql, 15_client.sql), lifecycle's restore (30_lifecycle.sql) and the
-# worker functions' (65_worker.sql).
+# (10_input.sql, 16_edits.sql), lifecycle's restore (30_lifecycle.sql) and the
+# worker functions' (65_embed_merge.sql).
 NOT_FOUND_SQLSTATES = frozenset({"PM022", "PM030", "PM060"})
 
 # Memories per pgmem.remember_many call when importing: large enough that the
@@ -105,18 +101,6 @@ class ImportRecordError(ValueError):
         self.position = position  # 1-based, in the order the records were given
         self.last = last  # for an error the database reports for a whole batch
         self.reason = message
-
-
-@dataclass(frozen=True, slots=True)
-class _Planned:
-    """One memory about to go to pgmem.remember_many."""
-
-    content: str
-    kind: str
-    importance: float | None
-    source: str
-    triple: tuple[str, str, str] | None = None
-    rejected_reason: str | None = None  # Python's safety filter refused it
 
 
 class Memory:
@@ -280,76 +264,44 @@ class Memory:
                     queries.ENQUEUE,
                     {
                         "subject": user_id,
-                        "messages": _jsonb(as_messages(messages)),
+                        "messages": ingest.as_jsonb(as_messages(messages)),
                         "session_id": session_id,
                         "agent_id": agent_id,
-                        "metadata": _jsonb(meta),
+                        "metadata": ingest.as_jsonb(meta),
                         "occurred_at": occurred_at,
                     },
                 )
             return [{"action": "queued", "inbox_id": row["inbox_id"]}]
 
-        planned = (
-            self._extract(messages, kind, importance)
-            if infer
-            else _as_is(messages, kind or "semantic", importance)
-        )
+        if infer:
+            if kind is not None or importance is not None:
+                raise ValueError(
+                    "kind and importance apply to infer=False; extraction sets its own"
+                )
+            planned, _ = ingest.plan(messages, llm=self._get_llm(), mode=self.extract_mode)
+        else:
+            planned = ingest.plan_as_is(messages, kind or "semantic", importance)
         if not planned:
             return []
         # Models run before the transaction opens: no lock waits on them.
-        vectors = self._embed([p.content for p in planned if p.rejected_reason is None])
-        vector_of = iter(vectors)
-        items = []
-        for p in planned:
-            embedding = None if p.rejected_reason is not None else next(vector_of)
-            triple = p.triple or (None, None, None)
-            items.append(
-                _drop_none(
-                    {
-                        "content": p.content,
-                        "embedding": embedding,
-                        "kind": p.kind,
-                        "importance": p.importance,
-                        "source": p.source,
-                        "triple_subject": triple[0],
-                        "triple_predicate": triple[1],
-                        "triple_object": triple[2],
-                        "session_id": session_id,
-                        "agent_id": agent_id,
-                        "metadata": meta,
-                        "valid_from": occurred_at,
-                    }
-                )
-            )
+        batch = ingest.items(
+            planned,
+            ingest.embed(planned, self._get_embedder()),
+            session_id=session_id,
+            agent_id=agent_id,
+            metadata=meta,
+            valid_from=occurred_at,
+        )
         with self.transaction(conn) as c:
-            rows = _rows(c, queries.REMEMBER_MANY, {"items": _jsonb(items), "subject": user_id})
+            rows = ingest.remember(c, user_id, batch)
         results: AddResult = []
         for row in rows:
             p = planned[row.pop("item") - 1]
             row.update(content=p.content, kind=p.kind)
-            if p.rejected_reason is not None:
-                row["reason"] = p.rejected_reason
+            if p.rejected is not None:
+                row["reason"] = p.rejected
             results.append(row)
         return results
-
-    def _extract(
-        self, messages: Messages, kind: str | None, importance: float | None
-    ) -> list[_Planned]:
-        if kind is not None or importance is not None:
-            raise ValueError("kind and importance apply to infer=False; extraction sets its own")
-        result = extract(messages, llm=self._get_llm(), mode=self.extract_mode)
-        planned = [
-            _Planned(f.content, f.kind, f.importance, f.source, f.triple) for f in result.facts
-        ]
-        # Refused text still goes to the database, like the worker sends it: the SQL
-        # filter is the authoritative one and records the 'reject' event (rule and
-        # hash only, never the text).
-        planned += [
-            _Planned(r.text, "episodic", 0.0, "rule", rejected_reason=r.reason)
-            for r in result.rejected
-            if r.text.strip()
-        ]
-        return planned
 
     def update(
         self,
@@ -376,7 +328,7 @@ class Memory:
             "embedding": embedding,
             "importance": importance,
             "kind": kind,
-            "metadata": _jsonb(dict(metadata)) if metadata is not None else None,
+            "metadata": ingest.as_jsonb(dict(metadata)) if metadata is not None else None,
             "triple_subject": subject,
             "triple_predicate": predicate,
             "triple_object": obj,
@@ -454,7 +406,7 @@ class Memory:
             "since": since,
             "until": until,
             "as_of": as_of,
-            "metadata": _jsonb(dict(filters)) if filters else None,
+            "metadata": ingest.as_jsonb(dict(filters)) if filters else None,
             "min_score": min_score,
             "mmr_lambda": diversity,
             "hops": hops,
@@ -525,7 +477,7 @@ class Memory:
             "kinds": _kinds(kinds),
             "session_id": session_id,
             "agent_id": agent_id,
-            "metadata": _jsonb(dict(filters)) if filters else None,
+            "metadata": ingest.as_jsonb(dict(filters)) if filters else None,
             "limit": limit,
             "offset": offset,
         }
@@ -651,12 +603,11 @@ class Memory:
                 missing, self._embed([i["content"] for i in missing]), strict=True
             ):
                 item["embedding"] = vector
-        items = _jsonb([item for _, item, _ in batch])
         try:
-            rows = _rows(conn, queries.REMEMBER_MANY, {"items": items, "subject": None})
+            rows = ingest.remember(conn, None, [item for _, item, _ in batch])
         except psycopg.Error as exc:
             message = _message(exc)
-            # remember_many names the bad item p_items[n] (10_write.sql), n counting
+            # remember_many names the bad item p_items[n] (10_input.sql), n counting
             # from 1 within this batch: report it as the record it came from.
             named = _BATCH_ITEM.search(message)
             if named is not None and 0 < int(named[1]) <= len(batch):
@@ -688,17 +639,6 @@ def _one(conn: Connection, query: str, params: Mapping[str, Any]) -> Row:
     return rows[0]
 
 
-def _json_default(value: object) -> object:
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def _jsonb(value: object) -> Jsonb:
-    """JSON parameter; timestamps (as export yields them) become ISO 8601 text."""
-    return Jsonb(value, dumps=functools.partial(json.dumps, default=_json_default))
-
-
 def _message(exc: psycopg.Error) -> str:
     diag = exc.diag
     primary = diag.message_primary or str(exc).strip().splitlines()[0]
@@ -719,19 +659,6 @@ def _kinds(value: str | Sequence[str] | None) -> list[str] | None:
     if value is None:
         return None
     return [value] if isinstance(value, str) else list(value)
-
-
-def _drop_none(item: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in item.items() if v is not None}
-
-
-def _as_is(messages: Messages, kind: str, importance: float | None) -> list[_Planned]:
-    """infer=False: the text, or each non-system message, stored as written."""
-    return [
-        _Planned(m["content"], kind, importance, "manual")
-        for m in as_messages(messages)
-        if m["role"] != "system" and m["content"].strip()
-    ]
 
 
 _IMPORT_FIELDS = (

@@ -1,13 +1,6 @@
-"""Connections to the pgmem database, optionally bound to a tenant."""
+"""Where the pgmem database is: an explicit DSN, PGMEM_DSN or the embedded server."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
-import psycopg
-from psycopg.rows import dict_row
 
 from pgmem import server
 from pgmem.config import Config
@@ -19,14 +12,3 @@ def resolve_dsn(dsn: str | None = None, *, start: bool = True) -> str:
     if config.dsn:
         return config.dsn
     return server.ensure_running(config) if start else server.dsn(config)
-
-
-@contextmanager
-def transaction(
-    dsn: str, tenant: str | None = None
-) -> Iterator[psycopg.Connection[dict[str, Any]]]:
-    """One transaction; with ``tenant``, bound to it through pgmem.set_tenant."""
-    with psycopg.connect(dsn, row_factory=dict_row) as conn, conn.transaction():
-        if tenant is not None:
-            conn.execute("select pgmem.set_tenant(%s)", (tenant,))
-        yield conn

@@ -2,11 +2,10 @@
 
 What it does with each kind of work:
 
-- ``turn`` (queued by ``pgmem.enqueue``): extract facts from the messages (rules, plus
-  an LLM when one is configured), embed them, and call ``pgmem.remember`` for each;
-  text the extractor refused as prompt injection goes to ``pgmem.remember`` as well,
-  which rejects it and records the event (the database's check is the authoritative
-  one).
+- ``turn`` (queued by ``pgmem.enqueue``): the write path of :mod:`pgmem.ingest`, as
+  ``Memory.add`` runs it: extract facts (rules, plus an LLM when one is configured),
+  embed them and hand them, with any text the extractor refused, to one
+  ``pgmem.remember_many`` call, which decides every item (rejections included).
 - ``merge`` (queued by ``pgmem.remember`` for near-duplicates): merge the two facts'
   texts (LLM, or the more specific one kept whole) and call ``pgmem.merge``.
 - ``embed`` pass: active memories written by plain SQL without an embedding
@@ -18,7 +17,7 @@ tenant bound, and is marked done (``pgmem.finish_job``) or failed
 (``pgmem.fail_job``: exponential backoff, kept as ``failed`` after ``max_attempts``)
 in that same transaction, which commits once. A worker killed mid-batch commits
 nothing: its rows are pending again and the next worker applies them exactly once.
-Extraction and embedding of a whole batch happen up front (one embedding call), so
+Extraction and embedding of a whole batch happen up front (one embedding call for all its turns), so
 the batch transaction holds its locks for the database work only.
 
 Waking: LISTEN ``pgmem_inbox`` on a separate autocommit connection (``pgmem.enqueue``
@@ -58,8 +57,11 @@ from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from pgmem import ingest
 from pgmem.embed import Embedder, embedder_from_env
-from pgmem.extract import ExtractionResult, Fact, LLMExtractor, extract, merge_facts
+from pgmem.extract import ExtractionResult, LLMExtractor, merge_facts
+from pgmem.queries import worker as wq
+from pgmem.queries.worker import CHANNEL
 
 __all__ = [
     "APPLICATION_NAME",
@@ -75,8 +77,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# pgmem.enqueue notifies this channel with the tenant id.
-CHANNEL = "pgmem_inbox"
 # pgmem.claim_jobs' default. With the local model, batches of 16 and 64 turns ran at the
 # same rate (embedding dominates and costs the same per text either way); smaller
 # batches hold their row locks for less time and redo less after a crash.
@@ -99,64 +99,6 @@ _RECONNECT_MAX_DELAY = 30.0
 # Characters of error text kept per failed attempt (fail_job keeps at most 2000).
 _TRACEBACK_CHARS = 1800
 APPLICATION_NAME = "pgmem worker"
-
-# ------------------------------------------------------------------- statements
-
-Q_SESSION = """
-select current_user as role, pgmem._bypasses_rls() as bypasses_rls,
-       pg_has_role(current_user, 'pgmem_service', 'MEMBER') as can_bind,
-       pgmem.current_tenant() as bound_tenant
-"""
-Q_DROP_TO_SERVICE = "set role pgmem_service"
-Q_SET_TENANT = "select pgmem.set_tenant(%(tenant)s)"
-Q_LISTEN = f"listen {CHANNEL}"
-Q_CLAIM_JOBS = "select * from pgmem.claim_jobs(%(limit)s)"
-Q_FINISH_JOB = "select pgmem.finish_job(%(tenant)s, %(inbox_id)s, %(result)s)"
-Q_FAIL_JOB = (
-    "select pgmem.fail_job(%(tenant)s, %(inbox_id)s, %(error)s, %(max_attempts)s) as status"
-)
-Q_REMEMBER = """
-select r.action, r.memory_id, r.related_id, r.similarity
-from pgmem.remember(
-    p_subject => %(subject)s::text,
-    p_content => %(content)s::text,
-    p_embedding => %(embedding)s::real[],
-    p_kind => %(kind)s::text,
-    p_importance => %(importance)s::real,
-    p_triple_subject => %(triple_subject)s::text,
-    p_triple_predicate => %(triple_predicate)s::text,
-    p_triple_object => %(triple_object)s::text,
-    p_session_id => %(session_id)s::text,
-    p_agent_id => %(agent_id)s::text,
-    p_source => %(source)s::text,
-    p_metadata => %(metadata)s::jsonb,
-    p_valid_from => %(valid_from)s::timestamptz
-) as r
-"""
-# Text the extractor refused is never stored, not even in history: the write path's
-# recorder keeps the rule, size and SHA-256. The database's own rule name wins when its
-# check (the authoritative one, pgmem.detect_injection) agrees.
-Q_REJECT = """
-select pgmem._reject(
-    pgmem._require_tenant(), %(subject)s::text, array[%(content)s::text],
-    array[coalesce(pgmem.detect_injection(%(content)s::text), %(reason)s::text)],
-    %(agent_id)s::text, pg_catalog.now()
-)
-"""
-Q_LOAD_MEMORIES = """
-select m.memory_id, m.content, m.status
-from pgmem.memories as m
-where m.tenant_id = %(tenant)s and m.memory_id = any(%(ids)s::bigint[])
-"""
-Q_MERGE = """
-select r.action, r.keep_id, r.other_id, r.content_changed
-from pgmem.merge(%(keep_id)s::bigint, %(other_id)s::bigint, %(content)s::text,
-                 %(embedding)s::real[]) as r
-"""
-Q_CLAIM_UNEMBEDDED = "select * from pgmem.claim_unembedded(%(limit)s)"
-Q_SET_EMBEDDING = (
-    "select pgmem.set_embedding(%(memory_id)s::bigint, %(embedding)s::real[], %(model)s::text)"
-)
 
 
 class WorkerError(RuntimeError):
@@ -222,10 +164,11 @@ class WorkerStats:
 
 @dataclass
 class _Turn:
-    """A turn job, extracted and embedded before any SQL runs."""
+    """A turn job, planned (:func:`pgmem.ingest.plan`) and embedded before any SQL runs."""
 
     result: ExtractionResult | None = None
-    vectors: list[list[float]] = field(default_factory=list)
+    planned: list[ingest.Planned] = field(default_factory=list)
+    vectors: list[list[float] | None] = field(default_factory=list)
     error: BaseException | None = None
 
 
@@ -369,7 +312,7 @@ class Worker:
         return conn
 
     def _configure(self, conn: Conn) -> None:
-        who = conn.execute(Q_SESSION).fetchone()
+        who = conn.execute(wq.SESSION).fetchone()
         assert who is not None
         role, bypasses, can_bind = who["role"], who["bypasses_rls"], who["can_bind"]
         bound = who["bound_tenant"]
@@ -395,14 +338,14 @@ class Worker:
         if bypasses:
             # RLS is what scopes pgmem.claim_jobs to one tenant; a role that bypasses
             # it would claim every tenant's jobs.
-            conn.execute(Q_DROP_TO_SERVICE)
+            conn.execute(wq.DROP_TO_SERVICE)
             log.info("serving tenant %s only: acting as pgmem_service (was %s)", self.tenant, role)
         with conn.transaction():
-            conn.execute(Q_SET_TENANT, {"tenant": self.tenant})  # PM002 now if it is unknown
+            conn.execute(wq.SET_TENANT, {"tenant": self.tenant})  # PM002 now if it is unknown
 
     def _listen(self) -> psycopg.Connection[Any]:
         conn = psycopg.connect(self.dsn, autocommit=True, application_name=APPLICATION_NAME)
-        conn.execute(Q_LISTEN)
+        conn.execute(wq.LISTEN)
         return conn
 
     @contextmanager
@@ -410,12 +353,12 @@ class Worker:
         """One batch transaction, bound to the worker's tenant when it has one."""
         with conn.transaction():
             if self.tenant is not None and self._bind_per_job:
-                conn.execute(Q_SET_TENANT, {"tenant": self.tenant})
+                conn.execute(wq.SET_TENANT, {"tenant": self.tenant})
             yield
 
     def _bind(self, conn: Conn, tenant: str) -> None:
         if self._bind_per_job:
-            conn.execute(Q_SET_TENANT, {"tenant": tenant})
+            conn.execute(wq.SET_TENANT, {"tenant": tenant})
 
     # --------------------------------------------------------------------- loop
 
@@ -491,7 +434,7 @@ class Worker:
         stats = BatchStats()
         started = time.monotonic()
         with self._transaction(conn):
-            jobs = conn.execute(Q_CLAIM_JOBS, {"limit": self.batch}).fetchall()
+            jobs = conn.execute(wq.CLAIM_JOBS, {"limit": self.batch}).fetchall()
             if not jobs:
                 return 0
             stats.jobs = len(jobs)
@@ -534,7 +477,7 @@ class Worker:
                 else:
                     raise JobError(f"the worker does not handle {job['job']!r} jobs")
                 conn.execute(
-                    Q_FINISH_JOB, {"tenant": tenant, "inbox_id": inbox_id, "result": Jsonb(result)}
+                    wq.FINISH_JOB, {"tenant": tenant, "inbox_id": inbox_id, "result": Jsonb(result)}
                 )
         except Exception as exc:
             if conn.broken:
@@ -555,7 +498,7 @@ class Worker:
         with conn.transaction():
             self._bind(conn, tenant)
             row = conn.execute(
-                Q_FAIL_JOB,
+                wq.FAIL_JOB,
                 {
                     "tenant": tenant,
                     "inbox_id": inbox_id,
@@ -591,7 +534,7 @@ class Worker:
             item = prepared[job["inbox_id"]]
             try:
                 if isinstance(item, _Turn):
-                    item.result = extract(_messages(job["payload"]), llm=self.llm)
+                    item.planned, item.result = ingest.plan(_messages(job["payload"]), llm=self.llm)
                 elif isinstance(item, _Merge) and item.error is None and item.texts is not None:
                     self._decide_merge(item, *item.texts)
             except Exception as exc:
@@ -618,7 +561,7 @@ class Worker:
                 rows = {
                     r["memory_id"]: r
                     for r in conn.execute(
-                        Q_LOAD_MEMORIES, {"tenant": job["tenant_id"], "ids": [stored_id, new_id]}
+                        wq.LOAD_MEMORIES, {"tenant": job["tenant_id"], "ids": [stored_id, new_id]}
                     )
                 }
         except Exception as exc:
@@ -643,30 +586,23 @@ class Worker:
             item.content = merged
 
     def _embed_prepared(self, items: list[_Turn | _Merge]) -> None:
-        texts: list[str] = []
-        for item in items:
-            if item.error is not None:
-                continue
-            if isinstance(item, _Turn) and item.result is not None:
-                texts.extend(fact.content for fact in item.result.facts)
-            elif isinstance(item, _Merge) and item.content is not None:
-                texts.append(item.content)
-        if not texts:
-            return
+        """One embedding call for the facts of every turn, one for new merge texts."""
+        turns = [i for i in items if isinstance(i, _Turn) and i.error is None]
+        merges = [
+            i for i in items if isinstance(i, _Merge) and i.error is None and i.content is not None
+        ]
         try:
-            vectors = iter(self.embedder.embed(texts))
+            vectors = iter(ingest.embed([p for t in turns for p in t.planned], self.embedder))
+            for turn in turns:
+                turn.vectors = [next(vectors) for _ in turn.planned]
+            if merges:
+                merged = self.embedder.embed([m.content for m in merges if m.content is not None])
+                for merge, vector in zip(merges, merged, strict=True):
+                    merge.vector = vector
         except Exception as exc:
             for item in items:
                 if item.error is None:
                     item.error = exc
-            return
-        for item in items:
-            if item.error is not None:
-                continue
-            if isinstance(item, _Turn) and item.result is not None:
-                item.vectors = [next(vectors) for _ in item.result.facts]
-            elif isinstance(item, _Merge) and item.content is not None:
-                item.vector = next(vectors)
 
     # -------------------------------------------------------------------- apply
 
@@ -680,58 +616,32 @@ class Worker:
         metadata = payload.get("metadata") or {}
         if not isinstance(metadata, Mapping):
             raise JobError("turn payload 'metadata' must be an object")
-        common = {
-            "subject": job["subject"],
-            "session_id": job["session_id"],
-            "agent_id": job["agent_id"],
-            "metadata": Jsonb(dict(metadata)),
-            "valid_from": payload.get("occurred_at"),
-        }
         actions: list[dict[str, Any]] = []
-        for fact, vector in zip(turn.result.facts, turn.vectors, strict=True):
-            actions.append(self._remember(conn, fact, vector, common))
-        for rejected in turn.result.rejected:
-            conn.execute(
-                Q_REJECT,
-                {
-                    "subject": job["subject"],
-                    "content": rejected.text,
-                    "reason": rejected.reason,
-                    "agent_id": job["agent_id"],
-                },
+        if turn.planned:
+            batch = ingest.items(
+                turn.planned,
+                turn.vectors,
+                session_id=job["session_id"],
+                agent_id=job["agent_id"],
+                metadata=metadata,
+                valid_from=payload.get("occurred_at"),
             )
-            actions.append({"action": "rejected", "reason": rejected.reason})
+            for row in ingest.remember(conn, job["subject"], batch):
+                planned = turn.planned[row.pop("item") - 1]
+                action = {k: v for k, v in row.items() if v is not None}
+                if planned.rejected is not None:
+                    action["reason"] = planned.rejected
+                actions.append(action)
         result: dict[str, Any] = {"facts": len(turn.result.facts), "actions": actions}
         if turn.result.fallback_reason:
             result["fallback_reason"] = turn.result.fallback_reason
         return result
 
-    def _remember(
-        self, conn: Conn, fact: Fact, vector: list[float], common: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        triple = fact.triple or (None, None, None)
-        row = conn.execute(
-            Q_REMEMBER,
-            {
-                **common,
-                "content": fact.content,
-                "embedding": _vector(vector),
-                "kind": fact.kind,
-                "importance": fact.importance,
-                "source": fact.source,
-                "triple_subject": triple[0],
-                "triple_predicate": triple[1],
-                "triple_object": triple[2],
-            },
-        ).fetchone()
-        assert row is not None
-        return {k: v for k, v in row.items() if v is not None}
-
     def _merge(self, conn: Conn, item: _Merge) -> dict[str, Any]:
         if item.error is not None:
             raise item.error
         row = conn.execute(
-            Q_MERGE,
+            wq.MERGE,
             {
                 "keep_id": item.keep_id,
                 "other_id": item.other_id,
@@ -748,7 +658,7 @@ class Worker:
         """Embed active memories that have no vector; returns how many got one."""
         embedded = 0
         with self._transaction(conn):
-            rows = conn.execute(Q_CLAIM_UNEMBEDDED, {"limit": EMBED_PASS_LIMIT}).fetchall()
+            rows = conn.execute(wq.CLAIM_UNEMBEDDED, {"limit": EMBED_PASS_LIMIT}).fetchall()
             if not rows:
                 return 0
             try:
@@ -761,7 +671,7 @@ class Worker:
                     with conn.transaction():
                         self._bind(conn, row["tenant_id"])
                         conn.execute(
-                            Q_SET_EMBEDDING,
+                            wq.SET_EMBEDDING,
                             {
                                 "memory_id": row["memory_id"],
                                 "embedding": _vector(vector),

@@ -5,13 +5,17 @@ Revises:
 Create Date: 2026-11-29
 """
 
+from pathlib import Path
+
 from alembic import context, op
-from pgmem.paths import sql_dir
 
 revision = "0001"
 down_revision = None
 branch_labels = None
 depends_on = None
+
+# The functions this revision needs before its tables, frozen as they were then.
+FUNCTIONS = Path(__file__).with_name("0001_foundation_functions.sql")
 
 # Tables whose rows belong to one tenant: RLS enabled and FORCED on each.
 TENANT_TABLES = (
@@ -317,9 +321,9 @@ def upgrade() -> None:
     op.execute("set local role pgmem_admin")
     # Table defaults and generated columns call these functions, so they come
     # first; sql/ re-applies them (CREATE OR REPLACE) at the end of every run.
+    # The revision runs its own frozen copy, never the live sql/functions files.
     op.execute("set local check_function_bodies = off")
-    for name in ("00_text.sql", "01_tenancy.sql"):
-        op.execute((sql_dir() / "functions" / name).read_text())
+    op.execute(FUNCTIONS.read_text())
     op.execute(TABLES.format(dims=dims))
     for table in TENANT_TABLES:
         op.execute(_policies(table))

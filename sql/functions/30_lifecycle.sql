@@ -13,8 +13,8 @@
 -- UPDATE (what an UPDATE of non-key columns takes) leaves foreign-key
 -- checks of concurrent memory_links inserts unblocked.
 
--- Half-life and decay rate per tenant and memory kind, with the tenant's
--- thresholds: the one place that maps settings columns to kinds.
+-- Half-life and decay rate per tenant and memory kind (pgmem.kinds() names
+-- each kind's settings column), with the tenant's thresholds.
 create or replace view pgmem._decay_policy
 with (security_invoker = true)
 as
@@ -28,12 +28,7 @@ select
     s.capacity_per_subject,
     s.purge_grace
 from pgmem.settings as s
-cross join lateral (
-    values ('episodic', s.half_life_episodic),
-           ('semantic', s.half_life_semantic),
-           ('preference', s.half_life_preference),
-           ('procedural', s.half_life_procedural)
-) as k (kind, half_life);
+cross join lateral pgmem._half_lives(s) as k;
 
 comment on view pgmem._decay_policy is
     'Per tenant and memory kind: half-life, decay rate per second (ln 2 / half-life) and the tenant''s archive threshold, capacity and purge grace (internal).';

@@ -37,6 +37,12 @@ grant execute on function
     pgmem.scheduled_jobs()
 to pgmem_readonly;
 
+-- reshape: the kinds (08_kinds.sql); pgmem._decay_policy, under the DBA views, reads them.
+grant execute on function
+    pgmem.kinds(),
+    pgmem._half_lives(pgmem.settings)
+to pgmem_readonly;
+
 -- Citus (70_citus.sql): distributing is for whoever migrates (a superuser);
 -- the per-node view is for administrators and DBAs, who read every tenant.
 revoke execute on function

@@ -3,7 +3,7 @@
 -- pgmem.remember decides about new facts; this changes one existing fact
 -- and keeps its id, its history and its place in the links.
 --
--- Error codes (PM022 and PM010-PM020 are the write path's, 10_write.sql):
+-- Error codes (PM022 and PM010-PM020 are the write path's, 10_input.sql):
 --   PM022  unknown memory id: this tenant has no memory with that id
 --   PM050  the memory is not active (superseded, merged, archived, deleted)
 --   PM051  the new content is the same fact as another active memory
@@ -155,3 +155,148 @@ comment on function pgmem.update_memory(bigint, text, real[], real, text, jsonb,
     'pgmem.remember''s; pass its p_embedding, or the embedding is cleared for the worker to recompute. New content '
     'without a new triple clears the old triple. Returns the row. Errors: PM022 unknown id, PM050 not active, '
     'PM051 same as another active memory, PM052 prompt injection, PM010-PM020 invalid input.';
+
+create or replace function pgmem._memory_for_update(p_memory_id bigint, p_function text)
+returns pgmem.memories
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tenant text := pgmem._require_tenant();
+    v_row pgmem.memories;
+begin
+    -- RLS hides other tenants' rows: their ids are unknown here, exactly
+    -- like ids that never existed.
+    select m.* into v_row from pgmem.memories as m where m.tenant_id = v_tenant and m.memory_id = p_memory_id;
+    if not found then
+        raise exception 'unknown memory id: %', coalesce(p_memory_id::text, 'NULL')
+            using errcode = 'PM022',
+                  hint = pg_catalog.format('%s takes a memory_id of this tenant, as returned by pgmem.remember or pgmem.recall.',
+                                           p_function);
+    end if;
+    -- Same lock as remember: a fact cannot be forgotten while a writer is deciding about it.
+    perform pgmem._lock_subjects(v_tenant, array[v_row.subject], pg_catalog.now());
+    select m.* into v_row from pgmem.memories as m where m.tenant_id = v_tenant and m.memory_id = p_memory_id
+    for update;
+    return v_row;
+end
+$$;
+
+comment on function pgmem._memory_for_update(bigint, text) is
+    'The current tenant''s memory p_memory_id, locked with its subject; PM022 when the tenant has no such memory (internal).';
+
+create or replace function pgmem.forget(p_memory_id bigint, p_now timestamptz default null)
+returns boolean
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := coalesce(p_now, pg_catalog.now());
+    v_row pgmem.memories := pgmem._memory_for_update(p_memory_id, 'pgmem.forget');
+begin
+    if v_row.status = 'deleted' then
+        return false;
+    end if;
+    update pgmem.memories as m
+    set status = 'deleted', status_changed_at = v_now, updated_at = v_now
+    where m.tenant_id = v_row.tenant_id and m.memory_id = v_row.memory_id;
+    insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
+    values (v_row.tenant_id, v_row.memory_id, v_row.subject, 'delete',
+            pg_catalog.jsonb_build_object('previous_status', v_row.status), v_now);
+    return true;
+end
+$$;
+
+comment on function pgmem.forget(bigint, timestamptz) is
+    'Soft-deletes a memory (status deleted; recall no longer returns it, history keeps it). Returns false if it was deleted already; PM022 for an id this tenant does not have. To remove data for good use pgmem.erase_subject.';
+
+create or replace function pgmem.pin(p_memory_id bigint, p_pinned boolean default true, p_now timestamptz default null)
+returns boolean
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := coalesce(p_now, pg_catalog.now());
+    v_row pgmem.memories := pgmem._memory_for_update(p_memory_id, 'pgmem.pin');
+begin
+    if p_pinned is null then
+        raise exception 'p_pinned must be true or false'
+            using errcode = 'null_value_not_allowed', hint = 'pgmem.unpin(id) unpins.';
+    end if;
+    if v_row.pinned = p_pinned then
+        return false;
+    end if;
+    update pgmem.memories as m
+    set pinned = p_pinned, updated_at = v_now
+    where m.tenant_id = v_row.tenant_id and m.memory_id = v_row.memory_id;
+    insert into pgmem.memory_events (tenant_id, memory_id, subject, event, created_at)
+    values (v_row.tenant_id, v_row.memory_id, v_row.subject, case when p_pinned then 'pin' else 'unpin' end, v_now);
+    return true;
+end
+$$;
+
+comment on function pgmem.pin(bigint, boolean, timestamptz) is
+    'Pins a memory (p_pinned => false unpins): pinned memories never decay, are never archived or evicted. Returns false if nothing changed; PM022 for an id this tenant does not have.';
+
+create or replace function pgmem.unpin(p_memory_id bigint, p_now timestamptz default null)
+returns boolean
+language sql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select pgmem.pin(p_memory_id, false, p_now)
+$$;
+
+comment on function pgmem.unpin(bigint, timestamptz) is
+    'Unpins a memory: it decays and may be archived again. Same as pgmem.pin(id, false).';
+
+create or replace function pgmem.erase_subject(p_subject text, p_now timestamptz default null)
+returns bigint
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tenant text := pgmem._require_tenant();
+    v_now timestamptz := coalesce(p_now, pg_catalog.now());
+    v_counts jsonb;
+    v_memories bigint;
+begin
+    perform
+    from pgmem.subjects as s
+    where s.tenant_id = v_tenant and s.subject = p_subject
+    for update;
+    if not found then
+        return 0;  -- nothing about this subject (any more): erasing twice is not an error
+    end if;
+    select pg_catalog.jsonb_build_object(
+               'memories', (select pg_catalog.count(*) from pgmem.memories as m
+                            where m.tenant_id = v_tenant and m.subject = p_subject),
+               'events', (select pg_catalog.count(*) from pgmem.memory_events as e
+                          where e.tenant_id = v_tenant and e.subject = p_subject),
+               'inbox', (select pg_catalog.count(*) from pgmem.inbox as i
+                         where i.tenant_id = v_tenant and i.subject = p_subject))
+    into v_counts;
+    v_memories := (v_counts ->> 'memories')::bigint;
+    -- Every row about the subject hangs off its subjects row (foreign keys
+    -- ON DELETE CASCADE): memories, their links in both directions, events
+    -- and inbox jobs go with it, whatever the app role may delete itself.
+    delete from pgmem.subjects as s where s.tenant_id = v_tenant and s.subject = p_subject;
+    -- The tombstone names neither the subject nor any content: only that an
+    -- erasure happened, when, by whom and how much it removed.
+    insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
+    values (v_tenant, null, null, 'erase', v_counts, v_now);
+    return v_memories;
+end
+$$;
+
+comment on function pgmem.erase_subject(text, timestamptz) is
+    'Right to be forgotten: removes every row about p_subject from every pgmem table (memories, links, events, inbox jobs, the subject itself) and writes one tombstone event without subject or content. Returns how many memories went; 0 if the subject is unknown.';

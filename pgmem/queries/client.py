@@ -1,11 +1,10 @@
 """Every statement the client (:mod:`pgmem.client`) and the memory CLI verbs run, by name.
 
 The engine is the ``pgmem.*`` SQL functions; these statements only call them, or read
-the tables and views that row-level security already confines to the bound tenant.
-Reads still name the tenant (``m.tenant_id = (select pgmem._require_tenant())``): a
-superuser or pgmem_admin bypasses RLS, so without it a service connection bound with
-``pgmem.set_tenant`` would read every tenant's rows, and the predicate lets the planner
-use the primary keys, which lead with ``tenant_id``. With no tenant bound,
+the views that row-level security already confines to the bound tenant. View reads
+still name the tenant (``tenant_id = (select pgmem._require_tenant())``): a superuser
+or pgmem_admin bypasses RLS, so without it a service connection bound with
+``pgmem.set_tenant`` would read every tenant's rows. With no tenant bound,
 ``pgmem._require_tenant()`` fails with PM001 and says how to bind one.
 
 Optional filters are written as ``(%(x)s::type is null or …)`` so each statement is
@@ -140,52 +139,28 @@ select pgmem.context(
 ) as context
 """
 
-GET_MEMORY: Final = """
-select m.memory_id, m.subject, m.agent_id, m.session_id, m.kind, m.content, m.importance,
-       m.effective_importance, m.confidence, m.source, m.triple_subject, m.triple_predicate,
-       m.triple_object, m.valid_from, m.valid_to, m.status, m.status_changed_at, m.pinned,
-       m.access_count, m.last_accessed_at, m.expires_at, m.metadata, m.created_at, m.updated_at,
-       m.embedding is not null as embedded
-from pgmem.memories as m
-where m.tenant_id = (select pgmem._require_tenant()) and m.memory_id = %(memory_id)s
-"""
+GET_MEMORY: Final = "select m.* from pgmem.get_memory(%(memory_id)s) as m"
 
 # Newest first; statuses NULL means every status.
 LIST_MEMORIES: Final = """
-select m.memory_id, m.subject, m.agent_id, m.session_id, m.kind, m.content, m.importance,
-       m.effective_importance, m.source, m.triple_subject, m.triple_predicate, m.triple_object,
-       m.valid_from, m.valid_to, m.status, m.pinned, m.access_count, m.last_accessed_at,
-       m.metadata, m.created_at, m.updated_at
-from pgmem.memories as m
-where m.tenant_id = (select pgmem._require_tenant())
-  and (%(subject)s::text is null or m.subject = %(subject)s::text)
-  and (%(statuses)s::text[] is null or m.status = any (%(statuses)s::text[]))
-  and (%(kinds)s::text[] is null or m.kind = any (%(kinds)s::text[]))
-  and (%(session_id)s::text is null or m.session_id = %(session_id)s::text)
-  and (%(agent_id)s::text is null or m.agent_id = %(agent_id)s::text)
-  and (%(metadata)s::jsonb is null or m.metadata @> %(metadata)s::jsonb)
-order by m.memory_id desc
-limit %(limit)s offset %(offset)s
+select m.*
+from pgmem.list_memories(
+    p_subject => %(subject)s::text,
+    p_statuses => %(statuses)s::text[],
+    p_kinds => %(kinds)s::text[],
+    p_session_id => %(session_id)s::text,
+    p_agent_id => %(agent_id)s::text,
+    p_metadata => %(metadata)s::jsonb,
+    p_limit => %(limit)s,
+    p_offset => %(offset)s
+) as m
 """
 
-# History outlives a purged memory (memory_events has no foreign key to it).
-HISTORY: Final = """
-select e.event_id, e.memory_id, e.subject, e.event, e.actor, e.old_content, e.new_content,
-       e.details, e.created_at
-from pgmem.memory_events as e
-where e.tenant_id = (select pgmem._require_tenant()) and e.memory_id = %(memory_id)s
-order by e.created_at, e.event_id
-"""
+HISTORY: Final = "select e.* from pgmem.history(%(memory_id)s) as e"
 
-# Events about a subject that are not tied to one memory's history view, e.g.
-# the 'reject' events of prompt-injection text (which keep no content).
-SUBJECT_EVENTS: Final = """
-select e.event_id, e.memory_id, e.event, e.actor, e.details, e.created_at
-from pgmem.memory_events as e
-where e.tenant_id = (select pgmem._require_tenant()) and e.subject = %(subject)s
-  and (%(event)s::text is null or e.event = %(event)s)
-order by e.created_at, e.event_id
-"""
+SUBJECT_EVENTS: Final = (
+    "select e.* from pgmem.subject_events(%(subject)s::text, %(event)s::text) as e"
+)
 
 # pgmem.memory_stats has one row per (subject, kind, status); summed here per kind
 # and status, for the whole tenant or one subject.
@@ -228,24 +203,10 @@ limit %(limit)s
 # ------------------------------------------------------------------------ export
 
 COUNT_EXPORT: Final = """
-select pg_catalog.count(*) as memories
-from pgmem.memories as m
-where m.tenant_id = (select pgmem._require_tenant())
-  and (%(subject)s::text is null or m.subject = %(subject)s::text)
-  and (%(statuses)s::text[] is null or m.status = any (%(statuses)s::text[]))
+select pgmem.count_memories(%(subject)s::text, %(statuses)s::text[]) as memories
 """
 
-# Everything needed to rebuild a memory elsewhere, in id order (the order it was
-# written, so an import replays supersessions in the same order).
+# Id order: the order memories were written (an import replays supersessions).
 EXPORT_MEMORIES: Final = """
-select m.memory_id, m.subject, m.agent_id, m.session_id, m.kind, m.content,
-       m.embedding::real[] as embedding, m.importance, m.effective_importance, m.confidence,
-       m.source, m.triple_subject, m.triple_predicate, m.triple_object, m.valid_from,
-       m.valid_to, m.status, m.status_changed_at, m.pinned, m.access_count,
-       m.last_accessed_at, m.expires_at, m.metadata, m.created_at, m.updated_at
-from pgmem.memories as m
-where m.tenant_id = (select pgmem._require_tenant())
-  and (%(subject)s::text is null or m.subject = %(subject)s::text)
-  and (%(statuses)s::text[] is null or m.status = any (%(statuses)s::text[]))
-order by m.memory_id
+select m.* from pgmem.export_memories(%(subject)s::text, %(statuses)s::text[]) as m
 """

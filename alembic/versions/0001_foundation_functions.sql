@@ -1,0 +1,354 @@
+-- Frozen: the functions revision 0001 creates before its tables (column
+-- defaults, generated columns and triggers call them), exactly as
+-- sql/functions/00_text.sql and 01_tenancy.sql were when 0001 was written.
+-- Never edit this file: the live definitions are in sql/functions/, which
+-- every migration run re-applies (CREATE OR REPLACE) after the revisions.
+
+-- Text helpers: normalization for exact-duplicate detection and full-text
+-- search that works for Chinese (and other CJK text) as well as English.
+--
+-- PostgreSQL's default parser does not split Chinese: a whole run of Han
+-- characters becomes one token, so a query word never matches inside it.
+-- CJK runs are indexed as overlapping character bigrams (the approach of
+-- Lucene's CJKAnalyzer), everything else goes through the 'english'
+-- configuration (stemming, stop words). Both functions are immutable so
+-- they can feed stored generated columns; changing their bodies requires a
+-- migration that recomputes memories.fts and memories.content_hash.
+
+create or replace function pgmem._normalize(p_content text)
+returns text
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Case, white space and punctuation (ASCII and CJK) do not make a new fact.
+    select pg_catalog.btrim(pg_catalog.regexp_replace(
+        pg_catalog.regexp_replace(pg_catalog.lower(p_content),
+                                  '[[:punct:]。，、；：？！“”‘’（）《》【】…—～·「」『』]+', ' ', 'g'),
+        '\s+', ' ', 'g'))
+$$;
+
+comment on function pgmem._normalize(text) is
+    'Lower-cases, folds white space and drops punctuation: two contents with the same result are the same fact.';
+
+create or replace function pgmem._content_hash(p_content text)
+returns text
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select pg_catalog.md5(pgmem._normalize(p_content))
+$$;
+
+comment on function pgmem._content_hash(text) is
+    'md5 of the normalized content; memories.content_hash, used for exact-duplicate detection.';
+
+create or replace function pgmem._cjk_bigrams(p_text text)
+returns text
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Han, Hiragana/Katakana and Hangul runs become space-separated
+    -- overlapping bigrams; a run of one character stays a unigram.
+    select coalesce(pg_catalog.string_agg(pg_catalog.substr(m.run, i.pos, 2), ' ' order by m.n, i.pos), '')
+    from (
+        select r[1] as run, row_number() over () as n
+        from pg_catalog.regexp_matches(p_text, '[㐀-䶿一-鿿豈-﫿぀-ヿ가-힯]+', 'g') as r
+    ) as m
+    cross join lateral pg_catalog.generate_series(1, greatest(pg_catalog.length(m.run) - 1, 1)) as i(pos)
+$$;
+
+comment on function pgmem._cjk_bigrams(text) is
+    'Overlapping character bigrams of every CJK run in the text, space-separated (for full-text search).';
+
+create or replace function pgmem._tsv(p_content text)
+returns tsvector
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select pg_catalog.to_tsvector('pg_catalog.english'::regconfig,
+               pg_catalog.regexp_replace(p_content, '[㐀-䶿一-鿿豈-﫿぀-ヿ가-힯]+', ' ', 'g'))
+        || pg_catalog.to_tsvector('pg_catalog.simple'::regconfig, pgmem._cjk_bigrams(p_content))
+$$;
+
+comment on function pgmem._tsv(text) is
+    'Full-text vector of a memory: English words stemmed, CJK text as character bigrams.';
+
+create or replace function pgmem._tsq(p_query text)
+returns tsquery
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Any matching term counts (OR): ranking, not the query, decides order.
+    -- Lexemes are already normalized by _tsv, so 'simple' only quotes them.
+    select pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, coalesce(pg_catalog.string_agg(
+               pg_catalog.quote_literal(l.lexeme), ' | '), ''))
+    from pg_catalog.unnest(pgmem._tsv(p_query)) as l
+$$;
+
+comment on function pgmem._tsq(text) is
+    'OR-query over the terms of a search text, tokenized exactly as memories are (see pgmem._tsv).';
+
+-- Tenancy: which tenant the current role acts for, and tenant administration.
+--
+-- A tenant is bound in one of two ways:
+--   (a) a per-tenant login role (pgmem.create_tenant_login) — the binding
+--       comes from the role's identity, so it cannot be changed from SQL;
+--   (b) a member of pgmem_service calls pgmem.set_tenant() per transaction.
+-- Every tenant table has row-level security FORCED with policies on
+-- tenant_id = (select pgmem.current_tenant()).
+
+create or replace function pgmem._login_tenant(p_role name)
+returns text
+language sql
+stable strict
+-- security definer: pgmem._tenant_logins is readable by its owner only, so
+-- a tenant role cannot list or alter the role-to-tenant map. The caller
+-- must be able to act as p_role, so it cannot ask for other roles.
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+    select l.tenant_id
+    from pgmem._tenant_logins as l
+    where l.role_name = p_role
+      and pg_catalog.pg_has_role(session_user, p_role, 'MEMBER')
+$$;
+
+comment on function pgmem._login_tenant(name) is
+    'Tenant bound to a per-tenant login role, or NULL (internal; the caller must be able to act as that role).';
+
+create or replace function pgmem.current_tenant()
+returns text
+language sql
+stable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select coalesce(
+        pgmem._login_tenant(current_user),
+        case when pg_catalog.pg_has_role(current_user, 'pgmem_service', 'MEMBER')
+             then nullif(pg_catalog.current_setting('pgmem.tenant', true), '')
+        end)
+$$;
+
+comment on function pgmem.current_tenant() is
+    'The tenant the current role acts for: its login binding, else (pgmem_service members only) the tenant set by pgmem.set_tenant(); NULL when none.';
+
+create or replace function pgmem._bypasses_rls()
+returns boolean
+language sql
+stable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select coalesce((select r.rolsuper or r.rolbypassrls from pg_catalog.pg_roles as r
+                     where r.rolname = current_user), false)
+$$;
+
+comment on function pgmem._bypasses_rls() is
+    'True for superusers and BYPASSRLS roles (pgmem_admin), which work across tenants.';
+
+create or replace function pgmem._require_tenant()
+returns text
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tenant text := pgmem.current_tenant();
+begin
+    if v_tenant is null then
+        raise exception 'no pgmem tenant is bound to this session'
+            using errcode = 'PM001',
+                  hint = 'Connect as the tenant''s login role, or as a pgmem_service member call '
+                         'pgmem.set_tenant(''<tenant>'') in this transaction.';
+    end if;
+    return v_tenant;
+end
+$$;
+
+comment on function pgmem._require_tenant() is
+    'The bound tenant, or error PM001 naming the fix when none is bound.';
+
+create or replace function pgmem._require_tenant_trigger()
+returns trigger
+language plpgsql
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- Without a tenant, RLS would silently match nothing: say why instead.
+    if not pgmem._bypasses_rls() then
+        perform pgmem._require_tenant();
+    end if;
+    return null;
+end
+$$;
+
+comment on function pgmem._require_tenant_trigger() is
+    'Statement trigger on tenant tables: a write with no tenant bound fails with PM001 instead of touching nothing.';
+
+create or replace function pgmem.set_tenant(p_tenant text, p_local boolean default true)
+returns text
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if not pg_catalog.pg_has_role(current_user, 'pgmem_service', 'MEMBER') then
+        raise exception 'role % may not choose a pgmem tenant', current_user
+            using errcode = '42501',
+                  hint = 'Only members of pgmem_service bind tenants; a tenant login role is bound already.';
+    end if;
+    if p_tenant is null or not exists (select from pgmem.tenants as t where t.tenant_id = p_tenant) then
+        raise exception 'unknown pgmem tenant: %', coalesce(p_tenant, 'NULL')
+            using errcode = 'PM002', hint = 'Create it with pgmem.create_tenant() or `pgmem tenant create`.';
+    end if;
+    perform pg_catalog.set_config('pgmem.tenant', p_tenant, p_local);
+    return p_tenant;
+end
+$$;
+
+comment on function pgmem.set_tenant(text, boolean) is
+    'Binds a tenant for the rest of the transaction (p_local => false: the session). Only pgmem_service members may call it.';
+
+create or replace function pgmem._tenants_sync_settings()
+returns trigger
+language plpgsql
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- A new tenant starts from a copy of the defaults row; its settings
+    -- leave with it (settings has no foreign key: the defaults row is not a tenant).
+    if tg_op = 'INSERT' then
+        insert into pgmem.settings
+        select (pg_catalog.jsonb_populate_record(d, pg_catalog.jsonb_build_object('tenant_id', new.tenant_id))).*
+        from pgmem.settings as d
+        where d.tenant_id = '_default'
+        on conflict (tenant_id) do nothing;
+        return new;
+    end if;
+    delete from pgmem.settings as s where s.tenant_id = old.tenant_id;
+    return old;
+end
+$$;
+
+comment on function pgmem._tenants_sync_settings() is
+    'Trigger on pgmem.tenants: copies the _default settings row for a new tenant and removes it with the tenant.';
+
+create or replace function pgmem.create_tenant(p_tenant text, p_display_name text default null)
+returns text
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_tenant is null or p_tenant !~ '^[a-z0-9][a-z0-9_-]{0,62}$' then
+        raise exception 'invalid tenant name: %', coalesce(p_tenant, 'NULL')
+            using errcode = 'PM003',
+                  hint = 'Use 1 to 63 characters: lower-case letters, digits, _ and -, starting with a letter or digit.';
+    end if;
+    insert into pgmem.tenants (tenant_id, display_name) values (p_tenant, p_display_name)
+    on conflict (tenant_id) do update set display_name = coalesce(excluded.display_name, pgmem.tenants.display_name);
+    return p_tenant;
+end
+$$;
+
+comment on function pgmem.create_tenant(text, text) is
+    'Creates a tenant (idempotent) with a copy of the default settings. Needs pgmem_admin rights.';
+
+create or replace function pgmem.create_tenant_login(
+    p_tenant text,
+    p_password text,
+    p_role name default null
+)
+returns name
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_role name := coalesce(p_role, ('pgmem_t_' || p_tenant)::name);
+begin
+    if not exists (select from pgmem.tenants as t where t.tenant_id = p_tenant) then
+        raise exception 'unknown pgmem tenant: %', p_tenant
+            using errcode = 'PM002', hint = 'Create it first with pgmem.create_tenant().';
+    end if;
+    if exists (select from pg_catalog.pg_roles as r where r.rolname = v_role) then
+        -- Never bind an existing role: it may carry rights of its own.
+        raise exception 'role % already exists', v_role
+            using errcode = '42710', hint = 'Choose another role name, or drop the tenant login first.';
+    end if;
+    -- Table rights come from pgmem_app; the binding comes from _tenant_logins.
+    execute pg_catalog.format('create role %I login password %L in role pgmem_app', v_role, p_password);
+    insert into pgmem._tenant_logins (role_name, tenant_id) values (v_role, p_tenant);
+    return v_role;
+end
+$$;
+
+comment on function pgmem.create_tenant_login(text, text, name) is
+    'Creates a login role bound to one tenant (default name pgmem_t_<tenant>): it may run any SQL and still sees only its tenant''s rows.';
+
+create or replace function pgmem.drop_tenant(p_tenant text)
+returns bigint
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_memories bigint;
+    v_role name;
+begin
+    select pg_catalog.count(*) into v_memories from pgmem.memories as m where m.tenant_id = p_tenant;
+    for v_role in select l.role_name from pgmem._tenant_logins as l where l.tenant_id = p_tenant loop
+        execute pg_catalog.format('drop role if exists %I', v_role);
+    end loop;
+    -- Foreign keys cascade from tenants to every tenant table.
+    delete from pgmem.tenants as t where t.tenant_id = p_tenant;
+    if not found then
+        raise exception 'unknown pgmem tenant: %', p_tenant using errcode = 'PM002';
+    end if;
+    return v_memories;
+end
+$$;
+
+comment on function pgmem.drop_tenant(text) is
+    'Removes a tenant, every row it owns in every pgmem table and its login roles; returns how many memories went. Needs pgmem_admin rights.';
+
+
+create or replace function pgmem.tenant_summary()
+returns table (tenant_id text, display_name text, login_roles name[], subjects bigint,
+               active_memories bigint, created_at timestamptz)
+language sql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Row-level security applies: an app role sees its own tenant only.
+    select t.tenant_id, t.display_name,
+           coalesce((select pg_catalog.array_agg(l.role_name order by l.role_name)
+                     from pgmem._tenant_logins as l where l.tenant_id = t.tenant_id), '{}'),
+           (select pg_catalog.count(*) from pgmem.subjects as s where s.tenant_id = t.tenant_id),
+           (select pg_catalog.count(*) from pgmem.memories as m
+            where m.tenant_id = t.tenant_id and m.status = 'active'),
+           t.created_at
+    from pgmem.tenants as t
+    order by t.tenant_id
+$$;
+
+comment on function pgmem.tenant_summary() is
+    'One row per visible tenant: login roles, subjects and active memories. Login roles need read access to pgmem._tenant_logins (admins).';

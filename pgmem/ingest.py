@@ -1,0 +1,154 @@
+"""The one write path from messages to memory: plan, embed, one ``pgmem.remember_many``.
+
+``Memory.add`` and the worker both come through here, so a turn gets the same
+decisions whichever way it arrives:
+
+1. :func:`plan` turns messages into :class:`Planned` items: the extracted facts
+   (:func:`pgmem.extract.extract`), then the text the extractor refused, each marked
+   ``rejected`` with the extractor's reason. :func:`plan_as_is` keeps the text as
+   written (``Memory.add(infer=False)``).
+2. :func:`embed` embeds the items that will be stored (never rejected text), in one
+   call for as many turns as the caller has.
+3. :func:`items` builds ``pgmem.remember_many``'s JSON items; :func:`remember` runs it.
+
+Rejection is decided in SQL: ``remember_many`` rejects an item its own rules
+(``pgmem.safety_rules()``) match, or that carries the ``rejected`` key, and records a
+content-free ``reject`` event (rule, size and SHA-256, never the text); whatever else
+the database decides (reinforced, superseded, deduplicated…) it decides there too.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from pgmem import queries
+from pgmem.embed import Embedder
+from pgmem.extract import ExtractionResult, LLMExtractor, Mode, as_messages, extract
+
+__all__ = [
+    "Planned",
+    "as_jsonb",
+    "embed",
+    "items",
+    "plan",
+    "plan_as_is",
+    "planned_from",
+    "remember",
+]
+
+Vector = list[float]
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """One item about to go to ``pgmem.remember_many``."""
+
+    content: str
+    kind: str
+    importance: float | None
+    source: str
+    triple: tuple[str, str, str] | None = None
+    rejected: str | None = None  # the extractor's reason; SQL records the rejection
+
+
+def planned_from(result: ExtractionResult) -> list[Planned]:
+    """The facts of an extraction, then the text it refused (marked ``rejected``)."""
+    planned = [Planned(f.content, f.kind, f.importance, f.source, f.triple) for f in result.facts]
+    planned += [
+        Planned(r.text, "episodic", 0.0, "rule", rejected=r.reason)
+        for r in result.rejected
+        if r.text.strip()
+    ]
+    return planned
+
+
+def plan(
+    messages: str | Iterable[Mapping[str, Any] | str],
+    *,
+    llm: LLMExtractor | None = None,
+    mode: Mode | None = None,
+) -> tuple[list[Planned], ExtractionResult]:
+    """Items for a conversation, and the extraction they came from."""
+    result = extract(messages, llm=llm, mode=mode)
+    return planned_from(result), result
+
+
+def plan_as_is(
+    messages: str | Iterable[Mapping[str, Any] | str], kind: str, importance: float | None
+) -> list[Planned]:
+    """The text, or each non-system message, to be stored as written."""
+    return [
+        Planned(m["content"], kind, importance, "manual")
+        for m in as_messages(messages)
+        if m["role"] != "system" and m["content"].strip()
+    ]
+
+
+def embed(planned: Sequence[Planned], embedder: Embedder | None) -> list[Vector | None]:
+    """One vector per item: None for rejected items, and for all without an embedder."""
+    stored = [p.content for p in planned if p.rejected is None]
+    vectors = iter(embedder.embed(stored) if embedder is not None and stored else [])
+    return [None if p.rejected is not None else next(vectors, None) for p in planned]
+
+
+def items(
+    planned: Sequence[Planned],
+    vectors: Sequence[Vector | None],
+    *,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    valid_from: datetime | str | None = None,
+) -> list[dict[str, Any]]:
+    """``pgmem.remember_many`` items (keys left out rather than null)."""
+    out = []
+    for p, vector in zip(planned, vectors, strict=True):
+        triple = p.triple or (None, None, None)
+        item = {
+            "content": p.content,
+            "embedding": vector,
+            "kind": p.kind,
+            "importance": p.importance,
+            "source": p.source,
+            "triple_subject": triple[0],
+            "triple_predicate": triple[1],
+            "triple_object": triple[2],
+            "session_id": session_id,
+            "agent_id": agent_id,
+            "metadata": dict(metadata or {}),
+            "valid_from": valid_from,
+            "rejected": p.rejected,
+        }
+        out.append({k: v for k, v in item.items() if v is not None})
+    return out
+
+
+def remember(
+    conn: psycopg.Connection[Any], subject: str | None, batch: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Runs ``pgmem.remember_many`` (tenant bound by the caller): one row per item, in
+    item order, with ``item`` counting from 1; ``subject`` is the default of items
+    without one."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(queries.REMEMBER_MANY, {"items": as_jsonb(list(batch)), "subject": subject})
+        return cur.fetchall()
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def as_jsonb(value: object) -> Jsonb:
+    """A JSON parameter; timestamps (as export yields them) become ISO 8601 text."""
+    return Jsonb(value, dumps=functools.partial(json.dumps, default=_json_default))

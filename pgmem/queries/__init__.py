@@ -1,0 +1,21 @@
+"""The query registry: every SQL statement the Python layer runs, by name.
+
+The engine is the ``pgmem.*`` SQL functions in ``sql/functions/``; Python only calls
+them. Their calls live here and nowhere else (``tests/test_registry.py`` fails on SQL
+text anywhere else in ``pgmem/`` or ``cli/``), one module per consumer:
+
+- :mod:`pgmem.queries.client`: the ``Memory`` client and the memory CLI verbs
+  (re-exported here, so ``queries.RECALL`` is ``queries.client.RECALL``);
+- :mod:`pgmem.queries.worker`: the worker;
+- :mod:`pgmem.queries.citus`: the Citus cluster, its CLI verbs and ``pgmem bench --citus``.
+
+Rules: a statement is a module-level ``Final`` string (or a ``psycopg.sql.SQL``
+template when it must name an identifier), named in UPPER_SNAKE after what it does;
+one name per distinct statement and one statement per name (the test checks that no
+two names hold the same text); parameters are named (``%(x)s``) except where a
+caller passes a tuple; optional filters are ``(%(x)s::type is null or …)`` so that
+nothing is assembled at run time.
+"""
+
+from pgmem.queries.client import *  # noqa: F403
+from pgmem.queries.client import __all__ as __all__

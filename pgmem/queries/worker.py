@@ -1,0 +1,37 @@
+"""Every statement the worker (:mod:`pgmem.worker`) runs, by name."""
+
+from __future__ import annotations
+
+from typing import Final
+
+# pgmem.enqueue notifies this channel (sql/functions/60_queue.sql).
+CHANNEL: Final = "pgmem_inbox"
+
+
+SESSION: Final = """
+select current_user as role, pgmem._bypasses_rls() as bypasses_rls,
+       pg_has_role(current_user, 'pgmem_service', 'MEMBER') as can_bind,
+       pgmem.current_tenant() as bound_tenant
+"""
+DROP_TO_SERVICE: Final = "set role pgmem_service"
+SET_TENANT: Final = "select pgmem.set_tenant(%(tenant)s)"
+LISTEN: Final = f"listen {CHANNEL}"
+CLAIM_JOBS: Final = "select * from pgmem.claim_jobs(%(limit)s)"
+FINISH_JOB: Final = "select pgmem.finish_job(%(tenant)s, %(inbox_id)s, %(result)s)"
+FAIL_JOB: Final = (
+    "select pgmem.fail_job(%(tenant)s, %(inbox_id)s, %(error)s, %(max_attempts)s) as status"
+)
+LOAD_MEMORIES: Final = """
+select m.memory_id, m.content, m.status
+from pgmem.memories as m
+where m.tenant_id = %(tenant)s and m.memory_id = any(%(ids)s::bigint[])
+"""
+MERGE: Final = """
+select r.action, r.keep_id, r.other_id, r.content_changed
+from pgmem.merge(%(keep_id)s::bigint, %(other_id)s::bigint, %(content)s::text,
+                 %(embedding)s::real[]) as r
+"""
+CLAIM_UNEMBEDDED: Final = "select * from pgmem.claim_unembedded(%(limit)s)"
+SET_EMBEDDING: Final = (
+    "select pgmem.set_embedding(%(memory_id)s::bigint, %(embedding)s::real[], %(model)s::text)"
+)

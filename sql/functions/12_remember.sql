@@ -1,0 +1,397 @@
+-- The write path: pgmem.remember decides what a new fact does to memory,
+-- in one transaction and under a per-(tenant, subject) lock (the row of
+-- pgmem.subjects, SELECT … FOR UPDATE), so concurrent writers cannot
+-- create twins. In this order:
+--   1. text matching a prompt-injection rule      → 'rejected' (nothing stored;
+--      a 'reject' event keeps the rule and a SHA-256 of the text, not the text)
+--   2. same normalized content already active      → 'reinforced'
+--   3. same subject + triple_subject + predicate:
+--        same object                               → 'reinforced' (that row)
+--        other object                              → 'superseded' (old row closed,
+--                                                    status superseded, link)
+--        other object, but older (valid_from) than
+--        the active fact: a late arrival           → 'outdated' (stored already
+--                                                    superseded by the newer one)
+--   4. cosine similarity ≥ settings.duplicate_threshold → 'deduplicated'
+--   5. cosine similarity ≥ settings.merge_threshold     → 'merge_pending'
+--      (inserted, and a 'merge' job for the worker in pgmem.inbox)
+--   6. otherwise                                    → 'inserted'
+-- Secrets and personal data are redacted (pgmem.redact) before any of this,
+-- so two facts that differ only in a phone number are the same fact.
+-- Every change writes a pgmem.memory_events row. Similarity is checked by
+-- an exact scan over the subject's active memories, not the HNSW index: a
+-- subject holds at most settings.capacity_per_subject rows, and an ANN
+-- index filtered to one subject can miss its nearest neighbour.
+-- Input checks (PM010-PM022) are in 10_input.sql; remember_many, the bulk
+-- form, is in 14_remember_many.sql.
+
+create or replace function pgmem._lock_subjects(p_tenant text, p_subjects text[], p_now timestamptz)
+returns void
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_wanted integer := (select pg_catalog.count(distinct u.subject) from pg_catalog.unnest(p_subjects) as u(subject));
+    v_locked integer;
+    v_rounds integer := 0;
+begin
+    loop
+        -- In subject order, so that two batches sharing subjects cannot deadlock.
+        insert into pgmem.subjects (tenant_id, subject, created_at)
+        select p_tenant, s.subject, p_now
+        from (select distinct u.subject from pg_catalog.unnest(p_subjects) as u(subject)) as s
+        order by s.subject
+        on conflict do nothing;
+        perform
+        from pgmem.subjects as s
+        where s.tenant_id = p_tenant and s.subject = any (p_subjects)
+        order by s.subject
+        for update;
+        get diagnostics v_locked = row_count;
+        -- Fewer rows: an erase_subject deleted one while we waited for its
+        -- lock; the next round creates it again.
+        exit when v_locked = v_wanted;
+        v_rounds := v_rounds + 1;
+        if v_rounds >= 10 then
+            raise exception 'could not lock the subjects rows of %', p_subjects
+                using errcode = 'lock_not_available', hint = 'Subjects are being erased concurrently; retry.';
+        end if;
+    end loop;
+end
+$$;
+
+comment on function pgmem._lock_subjects(text, text[], timestamptz) is
+    'Creates the subjects rows if needed and locks them until the transaction ends: every write about a subject serializes here (internal).';
+
+create or replace function pgmem._remember_decide(
+    p_tenant text,
+    p_settings pgmem.settings,
+    p_subject text,
+    p_content text,
+    p_redacted text[],
+    p_embedding public.vector,
+    p_kind text,
+    p_importance real,
+    p_triple_subject text,
+    p_triple_predicate text,
+    p_triple_object text,
+    p_session_id text,
+    p_agent_id text,
+    p_source text,
+    p_metadata jsonb,
+    p_valid_from timestamptz,
+    p_now timestamptz
+)
+returns table(action text, memory_id bigint, related_id bigint, similarity real)
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+-- JIT compiles a query in ~100 ms; these queries run in milliseconds but
+-- their cost estimates (nested scans over vectors) cross jit_above_cost.
+set jit = off
+as $$
+#variable_conflict use_column
+-- The decision itself, for validated and redacted input whose subject the
+-- caller has locked (pgmem._lock_subjects).
+declare
+    v_hash text := pgmem._content_hash(p_content);
+    v_details jsonb := case when pg_catalog.cardinality(p_redacted) > 0
+                            then pg_catalog.jsonb_build_object('redacted', pg_catalog.to_jsonb(p_redacted))
+                            else '{}'::jsonb end;
+    v_id bigint;
+    v_old_content text;
+    v_old_embedding public.vector;
+    v_sim real;
+    v_superseded bigint[];
+    v_new_id bigint;
+    v_newer_id bigint;
+    v_newer_from timestamptz;
+    -- Triple keys compare case-insensitively, without surrounding space.
+    v_subject_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_subject));
+    v_predicate_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_predicate));
+begin
+    if p_agent_id is not null then
+        v_details := v_details || pg_catalog.jsonb_build_object('agent_id', p_agent_id);
+    end if;
+
+    -- 2. The same fact in other words is the same fact: reinforce it.
+    select m.memory_id into v_id
+    from pgmem.memories as m
+    where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active' and m.content_hash = v_hash;
+    if found then
+        action := 'reinforced';
+        similarity := 1;
+    end if;
+
+    -- 3. Triples: the same (subject, predicate) with another object replaces
+    -- the old fact; with the same object it is the old fact again.
+    if v_id is null and p_triple_predicate is not null then
+        select m.memory_id, m.content into v_id, v_old_content
+        from pgmem.memories as m
+        where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
+          and m.triple_predicate is not null
+          and pg_catalog.lower(m.triple_predicate) = v_predicate_key
+          and pg_catalog.lower(m.triple_subject) = v_subject_key
+          and pgmem._normalize(m.triple_object) = pgmem._normalize(p_triple_object)
+        order by m.valid_from desc, m.memory_id desc
+        limit 1;
+        if found then
+            action := 'reinforced';
+        else
+            -- A fact that arrives late (an import, a second worker) and is
+            -- older than the active one for its key is history: it is stored
+            -- already superseded by the newer fact, never over it.
+            select m.memory_id, m.valid_from, m.embedding into v_newer_id, v_newer_from, v_old_embedding
+            from pgmem.memories as m
+            where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
+              and m.triple_predicate is not null
+              and pg_catalog.lower(m.triple_predicate) = v_predicate_key
+              and pg_catalog.lower(m.triple_subject) = v_subject_key
+              and m.valid_from > p_valid_from
+            order by m.valid_from, m.memory_id
+            limit 1;
+            if found then
+                action := 'outdated';
+                related_id := v_newer_id;
+                similarity := (1 - (v_old_embedding OPERATOR(public.<=>) p_embedding))::real;
+            end if;
+        end if;
+        if v_id is null and action is null then
+            with closed as (
+                update pgmem.memories as m
+                set status = 'superseded',
+                    valid_to = greatest(m.valid_from, p_valid_from),
+                    status_changed_at = p_now,
+                    updated_at = p_now
+                where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
+                  and m.triple_predicate is not null
+                  and pg_catalog.lower(m.triple_predicate) = v_predicate_key
+                  and pg_catalog.lower(m.triple_subject) = v_subject_key
+                returning m.memory_id, m.valid_from, m.embedding
+            )
+            select pg_catalog.array_agg(c.memory_id order by c.valid_from desc, c.memory_id desc),
+                   (pg_catalog.array_agg(c.embedding order by c.valid_from desc, c.memory_id desc))[1]
+            into v_superseded, v_old_embedding
+            from closed as c;
+            if v_superseded is not null then
+                action := 'superseded';
+                related_id := v_superseded[1];
+                similarity := (1 - (v_old_embedding OPERATOR(public.<=>) p_embedding))::real;
+            end if;
+        end if;
+    end if;
+
+    -- 4./5. Nearest active memory of the subject by cosine similarity (exact:
+    -- the OFFSET 0 fence keeps the planner off the tenant-wide HNSW index).
+    if v_id is null and action is null and p_embedding is not null then
+        select d.memory_id, d.content, (1 - d.distance)::real into v_id, v_old_content, v_sim
+        from (select m.memory_id, m.content, m.embedding OPERATOR(public.<=>) p_embedding as distance
+              from pgmem.memories as m
+              where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
+                and m.embedding is not null
+              offset 0) as d
+        order by d.distance, d.memory_id
+        limit 1;
+        if v_sim >= p_settings.duplicate_threshold then
+            action := 'deduplicated';
+            similarity := v_sim;
+        else
+            if v_sim >= p_settings.merge_threshold then
+                action := 'merge_pending';
+                related_id := v_id;
+                similarity := v_sim;
+            end if;
+            v_id := null;
+        end if;
+    end if;
+
+    if v_id is not null then
+        -- reinforced / deduplicated: one more access, never less important.
+        -- Only unindexed columns change (embedding only when it was
+        -- missing), so the update can stay HOT.
+        update pgmem.memories as m
+        set access_count = m.access_count + 1,
+            last_accessed_at = greatest(m.last_accessed_at, p_now),
+            importance = greatest(m.importance, p_importance),
+            embedding = coalesce(m.embedding, p_embedding),
+            updated_at = p_now
+        where m.tenant_id = p_tenant and m.memory_id = v_id;
+        insert into pgmem.memory_events (tenant_id, memory_id, subject, event, old_content, new_content, details,
+                                         created_at)
+        values (p_tenant, v_id, p_subject,
+                case when action = 'deduplicated' then 'deduplicate' else 'reinforce' end,
+                v_old_content, case when v_old_content is not null then p_content end,
+                v_details || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                    'match', case when action = 'deduplicated' then 'embedding'
+                                  when v_old_content is not null then 'triple' else 'content' end,
+                    'similarity', v_sim)),
+                p_now);
+        memory_id := v_id;
+        return next;
+        return;
+    end if;
+
+    insert into pgmem.memories as m (tenant_id, subject, agent_id, session_id, kind, content, embedding, importance,
+                                     source, triple_subject, triple_predicate, triple_object, valid_from,
+                                     valid_to, status, status_changed_at, last_accessed_at, metadata, created_at,
+                                     updated_at)
+    values (p_tenant, p_subject, p_agent_id, p_session_id, p_kind, p_content, p_embedding, p_importance,
+            p_source, pg_catalog.btrim(p_triple_subject), pg_catalog.btrim(p_triple_predicate),
+            pg_catalog.btrim(p_triple_object), p_valid_from,
+            v_newer_from, case when v_newer_id is null then 'active' else 'superseded' end,
+            p_now, p_now, p_metadata, p_now, p_now)
+    returning m.memory_id into v_new_id;
+    action := coalesce(action, 'inserted');
+    memory_id := v_new_id;
+
+    insert into pgmem.memory_events (tenant_id, memory_id, subject, event, new_content, details, created_at)
+    values (p_tenant, v_new_id, p_subject, 'insert', p_content,
+            v_details || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                'action', action, 'related_id', related_id, 'similarity', similarity,
+                'supersedes', pg_catalog.to_jsonb(v_superseded))),
+            p_now);
+
+    if action = 'outdated' then
+        insert into pgmem.memory_links (tenant_id, from_id, to_id, link_type, created_at)
+        values (p_tenant, v_newer_id, v_new_id, 'supersedes', p_now);
+        insert into pgmem.memory_events (tenant_id, memory_id, subject, event, old_content, new_content, details,
+                                         created_at)
+        values (p_tenant, v_new_id, p_subject, 'supersede', p_content, null,
+                v_details || pg_catalog.jsonb_build_object('superseded_by', v_newer_id, 'late', true), p_now);
+    elsif action = 'superseded' then
+        insert into pgmem.memory_links (tenant_id, from_id, to_id, link_type, created_at)
+        select p_tenant, v_new_id, o.id, 'supersedes', p_now from pg_catalog.unnest(v_superseded) as o(id);
+        insert into pgmem.memory_events (tenant_id, memory_id, subject, event, old_content, new_content, details,
+                                         created_at)
+        select p_tenant, m.memory_id, p_subject, 'supersede', m.content, p_content,
+               v_details || pg_catalog.jsonb_build_object('superseded_by', v_new_id), p_now
+        from pgmem.memories as m
+        where m.tenant_id = p_tenant and m.memory_id = any (v_superseded);
+    elsif action = 'merge_pending' then
+        insert into pgmem.inbox (tenant_id, job, subject, session_id, agent_id, payload, available_at, created_at)
+        values (p_tenant, 'merge', p_subject, p_session_id, p_agent_id,
+                pg_catalog.jsonb_build_object('memory_id', v_new_id, 'related_id', related_id,
+                                              'similarity', similarity),
+                p_now, p_now);
+        -- Wakes the worker at commit, like pgmem.enqueue.
+        perform pg_catalog.pg_notify('pgmem_inbox', p_tenant);
+    end if;
+    return next;
+end
+$$;
+
+comment on function pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real, text,
+                                            text, text, text, text, text, jsonb, timestamptz, timestamptz) is
+    'Core of pgmem.remember for checked, redacted input whose subject is locked: reinforce, supersede, deduplicate, insert for merge or insert, with events (internal).';
+
+create or replace function pgmem._reject(
+    p_tenant text,
+    p_subject text,
+    p_contents text[],
+    p_rules text[],
+    p_agent_id text,
+    p_now timestamptz
+)
+returns void
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- PL/pgSQL, not SQL: Citus plans no SQL-language function that passes
+    -- parameters to a distributed table (docs/scaling.md).
+    -- The injected text is not kept anywhere, not even in history: only the
+    -- rule, its size and a SHA-256 to recognise it if it comes back.
+    insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
+    select p_tenant, null, p_subject, 'reject',
+           pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+               'reason', 'prompt_injection', 'rule', r.rule,
+               'sha256', pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(r.content, 'UTF8')), 'hex'),
+               'bytes', pg_catalog.octet_length(r.content), 'agent_id', p_agent_id)),
+           p_now
+    from rows from (pg_catalog.unnest(p_contents), pg_catalog.unnest(p_rules)) as r(content, rule);
+end
+$$;
+
+comment on function pgmem._reject(text, text, text[], text[], text, timestamptz) is
+    'Writes the reject events of rejected (prompt-injection) contents: rule, byte size and SHA-256, never the text (internal).';
+
+create or replace function pgmem.remember(
+    p_subject text,
+    p_content text,
+    p_embedding real[] default null,
+    p_kind text default 'semantic',
+    -- double precision, not real: a float parameter from a client (float8) must match without a cast.
+    p_importance double precision default null,
+    p_triple_subject text default null,
+    p_triple_predicate text default null,
+    p_triple_object text default null,
+    p_session_id text default null,
+    p_agent_id text default null,
+    p_source text default 'sql',
+    p_metadata jsonb default '{}',
+    p_valid_from timestamptz default null,
+    p_now timestamptz default null
+)
+returns table(action text, memory_id bigint, related_id bigint, similarity real)
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+-- JIT compiles a query in ~100 ms; these queries run in milliseconds but
+-- their cost estimates (nested scans over vectors) cross jit_above_cost.
+set jit = off
+as $$
+#variable_conflict use_column
+declare
+    v_tenant text := pgmem._require_tenant();
+    v_now timestamptz := coalesce(p_now, pg_catalog.now());
+    v_settings pgmem.settings;
+    v_dims integer;
+    v_finite boolean;
+    v_norm double precision;
+    v_rule text;
+    v_content text;
+    v_redacted text[];
+    v_object text;
+    v_object_redacted text[];
+begin
+    select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant;
+    if p_embedding is not null then
+        -- A vector argument works too (pgvector casts vector to real[]).
+        select e.dims, e.finite, e.norm into v_dims, v_finite, v_norm from pgmem._embedding_stats(p_embedding) as e;
+    end if;
+    perform pgmem._check_memory_input(null, v_settings, p_subject, p_content, p_kind, p_importance, v_dims, v_finite,
+                                      v_norm, p_triple_subject, p_triple_predicate, p_triple_object, p_source,
+                                      p_metadata);
+    v_rule := pgmem.detect_injection(p_content);
+    perform pgmem._lock_subjects(v_tenant, array[p_subject], v_now);
+    if v_rule is not null then
+        perform pgmem._reject(v_tenant, p_subject, array[p_content], array[v_rule], p_agent_id, v_now);
+        action := 'rejected';
+        return next;
+        return;
+    end if;
+    select r.content, r.kinds into v_content, v_redacted from pgmem._redact_many(array[p_content]) as r;
+    select r.object, r.kinds into v_object, v_object_redacted
+    from pgmem._redact_objects(array[p_triple_predicate], array[p_triple_object]) as r;
+    v_redacted := v_redacted || array(select k from pg_catalog.unnest(v_object_redacted) as k
+                                      where not k = any (v_redacted));
+    return query
+        select d.action, d.memory_id, d.related_id, d.similarity
+        from pgmem._remember_decide(v_tenant, v_settings, p_subject, v_content, v_redacted,
+                                    p_embedding::public.vector, p_kind,
+                                    coalesce(p_importance::real, v_settings.default_importance),
+                                    p_triple_subject, p_triple_predicate, v_object, p_session_id, p_agent_id,
+                                    p_source, p_metadata, coalesce(p_valid_from, v_now), v_now) as d;
+end
+$$;
+
+comment on function pgmem.remember(text, text, real[], text, double precision, text, text, text, text, text, text,
+                                   jsonb, timestamptz, timestamptz) is
+    'Stores a fact about p_subject and says what it did: rejected (prompt injection), reinforced (already known), superseded (same subject+predicate, new object; old row kept for history), outdated (an older fact for a key whose current fact is newer: stored as history), deduplicated (cosine >= settings.duplicate_threshold), merge_pending (>= merge_threshold: inserted, merge job queued) or inserted. Secrets are redacted first. p_embedding: real[] or vector of settings.embedding_dims, NULL for text only. Errors PM010-PM020.';
+

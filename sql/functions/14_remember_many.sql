@@ -1,0 +1,393 @@
+-- pgmem.remember_many: the bulk form of pgmem.remember (12_remember.sql),
+-- with the same decisions, as if its items were remembered one by one.
+
+create or replace function pgmem.remember_many(
+    p_items jsonb,
+    p_subject text default null,
+    p_now timestamptz default null
+)
+returns table(item integer, action text, memory_id bigint, related_id bigint, similarity real)
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+-- JIT compiles a query in ~100 ms; these queries run in milliseconds but
+-- their cost estimates (nested scans over vectors) cross jit_above_cost.
+set jit = off
+as $$
+#variable_conflict use_column
+-- Bulk form of pgmem.remember with the same decisions, as if its items
+-- were remembered one by one in order. Items independent of the rest of
+-- the batch are decided and written set-based (a few statements for the
+-- whole batch); the rest go through remember's own path one by one.
+declare
+    v_tenant text := pgmem._require_tenant();
+    v_now timestamptz := coalesce(p_now, pg_catalog.now());
+    v_settings pgmem.settings;
+    v_n integer;
+    v_bad record;
+    v_embeddings public.vector[];
+    v_rejected integer[];
+    v_rules text[];
+    v_contents text[];
+    v_redacted text[];
+    v_objects text[];
+    v_item record;
+    v_keys constant text[] := array['subject', 'content', 'embedding', 'kind', 'importance', 'triple_subject',
+                                    'triple_predicate', 'triple_object', 'session_id', 'agent_id', 'source',
+                                    'metadata', 'valid_from', 'rejected'];
+begin
+    select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant;
+    if p_items is null or pg_catalog.jsonb_typeof(p_items) <> 'array' then
+        raise exception 'p_items must be a JSON array of objects'
+            using errcode = 'PM021',
+                  hint = 'e.g. ''[{"subject": "alice", "content": "likes tea", "embedding": [0.1, …]}]''.';
+    end if;
+    v_n := pg_catalog.jsonb_array_length(p_items);
+    if v_n = 0 then
+        return;
+    end if;
+    select e.i, pg_catalog.jsonb_typeof(e.v) as type,
+           (select pg_catalog.min(k.key) from pg_catalog.jsonb_object_keys(
+                case when pg_catalog.jsonb_typeof(e.v) = 'object' then e.v else '{}' end) as k(key)
+            where k.key <> all (v_keys)) as unknown_key,
+           pg_catalog.jsonb_typeof(e.v -> 'embedding') as embedding_type,
+           pg_catalog.jsonb_typeof(e.v -> 'importance') as importance_type,
+           pg_catalog.jsonb_typeof(e.v -> 'rejected') as rejected_type
+    into v_bad
+    from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
+    where pg_catalog.jsonb_typeof(e.v) <> 'object'
+       or exists (select from pg_catalog.jsonb_object_keys(e.v) as k(key) where k.key <> all (v_keys))
+       or pg_catalog.jsonb_typeof(e.v -> 'embedding') not in ('array', 'string', 'null')
+       or pg_catalog.jsonb_typeof(e.v -> 'importance') not in ('number', 'null')
+       or pg_catalog.jsonb_typeof(e.v -> 'rejected') not in ('string', 'null')
+    order by e.i
+    limit 1;
+    if found then
+        if v_bad.type <> 'object' then
+            raise exception 'p_items[%] is a JSON %, not an object', v_bad.i, v_bad.type
+                using errcode = 'PM021', hint = 'Each item is an object such as {"content": "likes tea"}.';
+        elsif v_bad.unknown_key is not null then
+            raise exception 'p_items[%] has an unknown key %', v_bad.i, pg_catalog.quote_literal(v_bad.unknown_key)
+                using errcode = 'PM021', hint = 'Known keys: ' || pg_catalog.array_to_string(v_keys, ', ') || '.';
+        elsif v_bad.embedding_type not in ('array', 'string', 'null') then
+            raise exception 'p_items[%].embedding must be a JSON array of % numbers or a vector literal string',
+                            v_bad.i, v_settings.embedding_dims
+                using errcode = 'PM015', hint = 'Leave it out (or null) to store text only and let the worker embed it.';
+        elsif v_bad.rejected_type not in ('string', 'null') then
+            raise exception 'p_items[%].rejected must be a string: the reason the caller refused the text', v_bad.i
+                using errcode = 'PM021', hint = 'Leave it out (or null) to let pgmem''s own rules decide.';
+        else
+            raise exception 'p_items[%].importance must be a number between 0 and 1', v_bad.i
+                using errcode = 'PM014', hint = 'Leave it out (or null) for the tenant''s default_importance.';
+        end if;
+    end if;
+
+    -- Embeddings: one cast for the whole batch; only if it fails, find the item.
+    begin
+        v_embeddings := array(
+            select case pg_catalog.jsonb_typeof(e.v -> 'embedding')
+                        when 'string' then (e.v ->> 'embedding')::public.vector
+                        when 'array' then ((e.v -> 'embedding')::text)::public.vector
+                   end
+            from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
+            order by e.i);
+    exception when others then
+        for v_item in
+            select e.i, case pg_catalog.jsonb_typeof(e.v -> 'embedding')
+                             when 'string' then e.v ->> 'embedding' else (e.v -> 'embedding')::text end as embedding
+            from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
+            where pg_catalog.jsonb_typeof(e.v -> 'embedding') in ('array', 'string')
+            order by e.i
+        loop
+            begin
+                perform v_item.embedding::public.vector;
+            exception when others then
+                raise exception 'p_items[%].embedding holds a value that is not a finite number', v_item.i
+                    using errcode = 'PM016',
+                          hint = 'Every element must be a finite number, as a JSON array or a vector literal ''[0.1, …]''.';
+            end;
+        end loop;
+        raise;
+    end;
+
+    perform pgmem._check_memory_input(
+                e.i::integer, v_settings, coalesce(e.v ->> 'subject', p_subject), e.v ->> 'content',
+                coalesce(e.v ->> 'kind', 'semantic'), (e.v ->> 'importance')::double precision,
+                public.vector_dims(x.embedding), true, public.vector_norm(x.embedding),
+                e.v ->> 'triple_subject', e.v ->> 'triple_predicate', e.v ->> 'triple_object',
+                coalesce(e.v ->> 'source', 'sql'), coalesce(e.v -> 'metadata', '{}'))
+    from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
+    join pg_catalog.unnest(v_embeddings) with ordinality as x(embedding, i) on x.i = e.i;
+
+    v_contents := array(select e.v ->> 'content'
+                        from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i) order by e.i);
+    select pg_catalog.array_agg(d.item order by d.item), pg_catalog.array_agg(d.rule order by d.item)
+    into v_rejected, v_rules
+    from pgmem._detect_injection_many(v_contents) as d;
+    v_rejected := coalesce(v_rejected, '{}');
+    select pg_catalog.array_agg(r.content order by r.item),
+           pg_catalog.array_agg(pg_catalog.array_to_string(r.kinds || array(
+               select k from pg_catalog.unnest(o.kinds) as k where not k = any (r.kinds)), ',') order by r.item),
+           pg_catalog.array_agg(o.object order by r.item)
+    into v_contents, v_redacted, v_objects
+    from pgmem._redact_many(v_contents) as r
+    join pgmem._redact_objects(
+             array(select e.v ->> 'triple_predicate'
+                   from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i) order by e.i),
+             array(select e.v ->> 'triple_object'
+                   from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i) order by e.i)) as o
+      on o.item = r.item;
+
+    perform pgmem._lock_subjects(v_tenant,
+                                 array(select coalesce(e.v ->> 'subject', p_subject)
+                                       from pg_catalog.jsonb_array_elements(p_items) as e(v)),
+                                 v_now);
+
+    -- The batch as rows. Items that meet nothing else of the batch (no
+    -- twin, nothing within merge_threshold, no triple key in play) are
+    -- decided and written set-based; the others (meets_batch) go through
+    -- pgmem._remember_decide one by one, in item order, after them. Both
+    -- orders give the same result: such independent items only reinforce
+    -- rows or add rows nobody else in the batch matches.
+    create temporary table if not exists _pgmem_batch (
+        item integer primary key,
+        subject text not null,
+        content text not null,
+        content_hash text not null,
+        redacted text[] not null,
+        embedding public.vector,
+        kind text not null,
+        importance real not null,
+        triple_subject text,
+        triple_predicate text,
+        triple_object text,
+        session_id text,
+        agent_id text,
+        source text not null,
+        metadata jsonb not null,
+        valid_from timestamptz not null,
+        rejected_rule text,
+        twins_in_batch boolean not null,   -- same content or triple key as another item
+        exact_id bigint,                   -- active row with the same content
+        near_id bigint,                    -- nearest active row within merge_threshold
+        near_similarity real,
+        meets_batch boolean not null default false,
+        action text,
+        memory_id bigint,
+        related_id bigint,
+        similarity real
+    ) on commit drop;
+    create index if not exists _pgmem_batch_content on pg_temp._pgmem_batch (subject, content_hash);
+    truncate pg_temp._pgmem_batch;
+    insert into pg_temp._pgmem_batch (item, subject, content, content_hash, redacted, embedding, kind, importance,
+                                      triple_subject, triple_predicate, triple_object, session_id, agent_id, source,
+                                      metadata, valid_from, rejected_rule, twins_in_batch, action)
+    select x.i, x.subject, x.content, x.content_hash, x.redacted, x.embedding, x.kind, x.importance,
+           x.triple_subject, x.triple_predicate, x.triple_object, x.session_id, x.agent_id, x.source, x.metadata,
+           x.valid_from, x.rule,
+           pg_catalog.count(*) over (partition by x.subject, x.content_hash) > 1
+           or (x.triple_predicate is not null
+               and pg_catalog.count(*) over (partition by x.subject, pg_catalog.lower(x.triple_subject),
+                                                          pg_catalog.lower(x.triple_predicate)) > 1),
+           case when x.rule is not null then 'rejected' end
+    from (select e.i, coalesce(e.v ->> 'subject', p_subject) as subject, c.content,
+                 pgmem._content_hash(c.content) as content_hash,
+                 coalesce(pg_catalog.string_to_array(nullif(c.redacted, ''), ','), '{}') as redacted, c.embedding,
+                 coalesce(e.v ->> 'kind', 'semantic') as kind,
+                 coalesce((e.v ->> 'importance')::real, v_settings.default_importance) as importance,
+                 pg_catalog.btrim(e.v ->> 'triple_subject') as triple_subject,
+                 pg_catalog.btrim(e.v ->> 'triple_predicate') as triple_predicate,
+                 pg_catalog.btrim(c.object) as triple_object,
+                 e.v ->> 'session_id' as session_id, e.v ->> 'agent_id' as agent_id,
+                 coalesce(e.v ->> 'source', 'sql') as source, coalesce(e.v -> 'metadata', '{}') as metadata,
+                 coalesce((e.v ->> 'valid_from')::timestamptz, v_now) as valid_from,
+                 -- pgmem's own rule names the rejection; the caller's reason when only it refused.
+                 coalesce(j.rule, nullif(e.v ->> 'rejected', '')) as rule
+          from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
+          join rows from (pg_catalog.unnest(v_contents), pg_catalog.unnest(v_redacted),
+                          pg_catalog.unnest(v_embeddings), pg_catalog.unnest(v_objects))
+               with ordinality as c(content, redacted, embedding, object, i) on c.i = e.i
+          left join rows from (pg_catalog.unnest(v_rejected), pg_catalog.unnest(v_rules)) as j(i, rule)
+               on j.i = e.i) as x;
+    analyze pg_temp._pgmem_batch;
+
+    perform pgmem._reject(v_tenant, b.subject, array[e.v ->> 'content'], array[b.rejected_rule], b.agent_id, v_now)
+    from pg_temp._pgmem_batch as b
+    join pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i) on e.i = b.item
+    where b.rejected_rule is not null;
+
+    -- On a Citus cluster every item goes the one-by-one way: the set-based
+    -- statements join this session's temporary table with distributed tables,
+    -- which Citus cannot plan (docs/scaling.md). Same decisions, by the above.
+    if pgmem._distributed() then
+        update pg_temp._pgmem_batch as b set meets_batch = true where b.rejected_rule is null;
+    else
+        update pg_temp._pgmem_batch as b
+        set exact_id = m.memory_id
+        from pgmem.memories as m
+        where b.rejected_rule is null
+          and m.tenant_id = v_tenant and m.subject = b.subject and m.status = 'active' and m.content_hash = b.content_hash;
+
+        -- Nearest active row within merge_threshold; each subject's rows are read once.
+        update pg_temp._pgmem_batch as b
+        set near_id = n.memory_id, near_similarity = n.similarity
+        from (select distinct on (x.item) x.item, m.memory_id,
+                     (1 - (m.embedding OPERATOR(public.<=>) x.embedding))::real as similarity
+              from (select distinct c.subject from pg_temp._pgmem_batch as c where c.rejected_rule is null) as s
+              cross join lateral (
+                  select m.memory_id, m.embedding from pgmem.memories as m
+                  where m.tenant_id = v_tenant and m.subject = s.subject and m.status = 'active'
+                    and m.embedding is not null
+                  offset 0) as m
+              join pg_temp._pgmem_batch as x
+                on x.subject = s.subject and x.rejected_rule is null and x.embedding is not null
+               and (1 - (m.embedding OPERATOR(public.<=>) x.embedding))::real >= v_settings.merge_threshold
+              order by x.item, m.embedding OPERATOR(public.<=>) x.embedding, m.memory_id) as n
+        where n.item = b.item;
+
+        update pg_temp._pgmem_batch as b
+        set meets_batch = true
+        where b.rejected_rule is null
+          and (b.twins_in_batch
+               -- within merge_threshold of another item (a hash join on subject)
+               or b.item in (select n.item
+                             from pg_temp._pgmem_batch as n
+                             join pg_temp._pgmem_batch as o
+                               on o.subject = n.subject and o.item <> n.item and o.rejected_rule is null
+                              and o.embedding is not null
+                              and (1 - (o.embedding OPERATOR(public.<=>) n.embedding))::real
+                                  >= v_settings.merge_threshold
+                             where n.rejected_rule is null and n.embedding is not null)
+               -- its triple key is active already: reinforce or supersede
+               or (b.triple_predicate is not null
+                   and exists (select from pgmem.memories as m
+                               where m.tenant_id = v_tenant and m.subject = b.subject and m.status = 'active'
+                                 and m.triple_predicate is not null
+                                 and pg_catalog.lower(m.triple_predicate) = pg_catalog.lower(b.triple_predicate)
+                                 and pg_catalog.lower(m.triple_subject) = pg_catalog.lower(b.triple_subject)))
+               -- its match may be superseded by a triple of the batch
+               or b.exact_id in (select m.memory_id from pg_temp._pgmem_batch as t
+                                 join pgmem.memories as m
+                                   on m.tenant_id = v_tenant and m.subject = t.subject and m.status = 'active'
+                                  and pg_catalog.lower(m.triple_predicate) = pg_catalog.lower(t.triple_predicate)
+                                  and pg_catalog.lower(m.triple_subject) = pg_catalog.lower(t.triple_subject)
+                                 where t.rejected_rule is null and t.triple_predicate is not null)
+               or b.near_id in (select m.memory_id from pg_temp._pgmem_batch as t
+                                join pgmem.memories as m
+                                  on m.tenant_id = v_tenant and m.subject = t.subject and m.status = 'active'
+                                 and pg_catalog.lower(m.triple_predicate) = pg_catalog.lower(t.triple_predicate)
+                                 and pg_catalog.lower(m.triple_subject) = pg_catalog.lower(t.triple_subject)
+                                where t.rejected_rule is null and t.triple_predicate is not null));
+
+        -- The same decisions as _remember_decide, for the independent items.
+        update pg_temp._pgmem_batch as b
+        set action = d.action,
+            memory_id = case d.action when 'reinforced' then b.exact_id when 'deduplicated' then b.near_id end,
+            related_id = case d.action when 'merge_pending' then b.near_id end,
+            similarity = case d.action when 'reinforced' then 1 when 'inserted' then null else b.near_similarity end
+        from pg_temp._pgmem_batch as x
+        cross join lateral (
+            select case when x.exact_id is not null then 'reinforced'
+                        when x.near_similarity >= v_settings.duplicate_threshold then 'deduplicated'
+                        when x.near_similarity >= v_settings.merge_threshold then 'merge_pending'
+                        else 'inserted' end as action) as d
+        where x.item = b.item and b.rejected_rule is null and not b.meets_batch;
+
+        update pgmem.memories as m
+        set access_count = m.access_count + r.n,
+            last_accessed_at = greatest(m.last_accessed_at, v_now),
+            importance = greatest(m.importance, r.importance),
+            embedding = coalesce(m.embedding, r.embedding),
+            updated_at = v_now
+        from (select b.memory_id, pg_catalog.count(*) as n, pg_catalog.max(b.importance) as importance,
+                     (pg_catalog.array_agg(b.embedding order by b.item) filter (where b.embedding is not null))[1]
+                         as embedding
+              from pg_temp._pgmem_batch as b
+              where b.action in ('reinforced', 'deduplicated')
+              group by b.memory_id) as r
+        where m.tenant_id = v_tenant and m.memory_id = r.memory_id;
+
+        insert into pgmem.memory_events (tenant_id, memory_id, subject, event, old_content, new_content, details,
+                                         created_at)
+        select v_tenant, b.memory_id, b.subject,
+               case b.action when 'deduplicated' then 'deduplicate' else 'reinforce' end,
+               case b.action when 'deduplicated' then m.content end,
+               case b.action when 'deduplicated' then b.content end,
+               pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                   'redacted', case when pg_catalog.cardinality(b.redacted) > 0 then pg_catalog.to_jsonb(b.redacted) end,
+                   'agent_id', b.agent_id,
+                   'match', case b.action when 'deduplicated' then 'embedding' else 'content' end,
+                   'similarity', case b.action when 'deduplicated' then b.similarity end)),
+               v_now
+        from pg_temp._pgmem_batch as b
+        join pgmem.memories as m on m.tenant_id = v_tenant and m.memory_id = b.memory_id
+        where b.action in ('reinforced', 'deduplicated')
+        order by b.item;
+
+        with inserted as (
+            insert into pgmem.memories as m (tenant_id, subject, agent_id, session_id, kind, content, embedding,
+                                             importance, source, triple_subject, triple_predicate, triple_object,
+                                             valid_from, status_changed_at, last_accessed_at, metadata, created_at,
+                                             updated_at)
+            select v_tenant, b.subject, b.agent_id, b.session_id, b.kind, b.content, b.embedding, b.importance, b.source,
+                   b.triple_subject, b.triple_predicate, b.triple_object, b.valid_from, v_now, v_now, b.metadata, v_now,
+                   v_now
+            from pg_temp._pgmem_batch as b
+            where b.action in ('inserted', 'merge_pending')
+            order by b.item
+            returning m.memory_id, m.subject, m.content_hash
+        )
+        -- (subject, content_hash) is unique among these items: twins meet the batch.
+        update pg_temp._pgmem_batch as b
+        set memory_id = i.memory_id
+        from inserted as i
+        where b.subject = i.subject and b.content_hash = i.content_hash and b.action in ('inserted', 'merge_pending');
+
+        insert into pgmem.memory_events (tenant_id, memory_id, subject, event, new_content, details, created_at)
+        select v_tenant, b.memory_id, b.subject, 'insert', b.content,
+               pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                   'redacted', case when pg_catalog.cardinality(b.redacted) > 0 then pg_catalog.to_jsonb(b.redacted) end,
+                   'agent_id', b.agent_id, 'action', b.action, 'related_id', b.related_id,
+                   'similarity', b.similarity)),
+               v_now
+        from pg_temp._pgmem_batch as b
+        where b.action in ('inserted', 'merge_pending')
+        order by b.item;
+
+        insert into pgmem.inbox (tenant_id, job, subject, session_id, agent_id, payload, available_at, created_at)
+        select v_tenant, 'merge', b.subject, b.session_id, b.agent_id,
+               pg_catalog.jsonb_build_object('memory_id', b.memory_id, 'related_id', b.related_id,
+                                             'similarity', b.similarity),
+               v_now, v_now
+        from pg_temp._pgmem_batch as b
+        where b.action = 'merge_pending'
+        order by b.item;
+        if found then
+            perform pg_catalog.pg_notify('pgmem_inbox', v_tenant);
+        end if;
+    end if;
+
+    -- Items that meet the batch, one by one in item order.
+    for v_item in
+        select b.* from pg_temp._pgmem_batch as b where b.meets_batch order by b.item
+    loop
+        update pg_temp._pgmem_batch as b
+        set action = d.action, memory_id = d.memory_id, related_id = d.related_id, similarity = d.similarity
+        from pgmem._remember_decide(v_tenant, v_settings, v_item.subject, v_item.content, v_item.redacted,
+                                    v_item.embedding, v_item.kind, v_item.importance, v_item.triple_subject,
+                                    v_item.triple_predicate, v_item.triple_object, v_item.session_id,
+                                    v_item.agent_id, v_item.source, v_item.metadata, v_item.valid_from, v_now) as d
+        where b.item = v_item.item;
+    end loop;
+
+    return query
+        select b.item, b.action, b.memory_id, b.related_id, b.similarity
+        from pg_temp._pgmem_batch as b
+        order by b.item;
+end
+$$;
+
+comment on function pgmem.remember_many(jsonb, text, timestamptz) is
+    'Bulk pgmem.remember: p_items is a JSON array of objects with the keys subject (default p_subject), content, embedding (JSON array of numbers or a vector literal string ''[0.1,…]'', the faster form), kind, importance, triple_subject, triple_predicate, triple_object, session_id, agent_id, source, metadata, valid_from, rejected (a caller''s reason to refuse the text: recorded as a content-free reject event, like text pgmem''s own rules reject). Same decisions as remember; one result row per item (item counts from 1). Plainly new items are inserted set-based. Needs the TEMPORARY privilege on the database.';
+

@@ -1,0 +1,165 @@
+-- Plain reads of one tenant's memories and history, for apps in any
+-- language: one memory, a filtered list, a memory's history, a subject's
+-- events, and the export. Ranking reads are pgmem.recall and pgmem.context.
+--
+-- Each names the tenant (m.tenant_id = pgmem._require_tenant()): a
+-- superuser or pgmem_admin bypasses RLS, so without it a service session
+-- bound with pgmem.set_tenant would read every tenant's rows; with no
+-- tenant bound they fail with PM001. NULL filters mean "any".
+
+create or replace function pgmem.get_memory(p_memory_id bigint)
+returns table (
+    memory_id bigint, subject text, agent_id text, session_id text, kind text, content text,
+    importance real, effective_importance real, confidence real, source text, triple_subject text,
+    triple_predicate text, triple_object text, valid_from timestamptz, valid_to timestamptz,
+    status text, status_changed_at timestamptz, pinned boolean, access_count integer,
+    last_accessed_at timestamptz, expires_at timestamptz, metadata jsonb, created_at timestamptz,
+    updated_at timestamptz, embedded boolean
+)
+language sql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select m.memory_id, m.subject, m.agent_id, m.session_id, m.kind, m.content, m.importance,
+           m.effective_importance, m.confidence, m.source, m.triple_subject, m.triple_predicate,
+           m.triple_object, m.valid_from, m.valid_to, m.status, m.status_changed_at, m.pinned,
+           m.access_count, m.last_accessed_at, m.expires_at, m.metadata, m.created_at, m.updated_at,
+           m.embedding is not null
+    from pgmem.memories as m
+    where m.tenant_id = (select pgmem._require_tenant()) and m.memory_id = p_memory_id
+$$;
+
+comment on function pgmem.get_memory(bigint) is
+    'One memory of the bound tenant with every field (embedded says whether it has a vector); no row for an unknown id. Does not count as an access.';
+
+create or replace function pgmem.list_memories(
+    p_subject text default null,
+    p_statuses text[] default null,
+    p_kinds text[] default null,
+    p_session_id text default null,
+    p_agent_id text default null,
+    p_metadata jsonb default null,
+    p_limit integer default 100,
+    p_offset integer default 0
+)
+returns table (
+    memory_id bigint, subject text, agent_id text, session_id text, kind text, content text,
+    importance real, effective_importance real, source text, triple_subject text,
+    triple_predicate text, triple_object text, valid_from timestamptz, valid_to timestamptz,
+    status text, pinned boolean, access_count integer, last_accessed_at timestamptz,
+    metadata jsonb, created_at timestamptz, updated_at timestamptz
+)
+language sql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select m.memory_id, m.subject, m.agent_id, m.session_id, m.kind, m.content, m.importance,
+           m.effective_importance, m.source, m.triple_subject, m.triple_predicate, m.triple_object,
+           m.valid_from, m.valid_to, m.status, m.pinned, m.access_count, m.last_accessed_at,
+           m.metadata, m.created_at, m.updated_at
+    from pgmem.memories as m
+    where m.tenant_id = (select pgmem._require_tenant())
+      and (p_subject is null or m.subject = p_subject)
+      and (p_statuses is null or m.status = any (p_statuses))
+      and (p_kinds is null or m.kind = any (p_kinds))
+      and (p_session_id is null or m.session_id = p_session_id)
+      and (p_agent_id is null or m.agent_id = p_agent_id)
+      and (p_metadata is null or m.metadata @> p_metadata)
+    order by m.memory_id desc
+    limit p_limit offset p_offset
+$$;
+
+comment on function pgmem.list_memories(text, text[], text[], text, text, jsonb, integer, integer) is
+    'The bound tenant''s memories, newest first, filtered by subject, statuses, kinds, session, agent and metadata containment (NULL: any); p_limit rows from p_offset.';
+
+-- History outlives a purged memory (memory_events has no foreign key to it).
+create or replace function pgmem.history(p_memory_id bigint)
+returns table (
+    event_id bigint, memory_id bigint, subject text, event text, actor text, old_content text,
+    new_content text, details jsonb, created_at timestamptz
+)
+language sql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select e.event_id, e.memory_id, e.subject, e.event, e.actor, e.old_content, e.new_content,
+           e.details, e.created_at
+    from pgmem.memory_events as e
+    where e.tenant_id = (select pgmem._require_tenant()) and e.memory_id = p_memory_id
+    order by e.created_at, e.event_id
+$$;
+
+comment on function pgmem.history(bigint) is
+    'Every recorded change of one memory, oldest first (insert, reinforce, supersede, update, …); kept after the memory is purged.';
+
+-- Events about a subject that no memory's history shows, e.g. the 'reject'
+-- events of refused text (which keep no content).
+create or replace function pgmem.subject_events(p_subject text, p_event text default null)
+returns table (
+    event_id bigint, memory_id bigint, event text, actor text, details jsonb, created_at timestamptz
+)
+language sql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select e.event_id, e.memory_id, e.event, e.actor, e.details, e.created_at
+    from pgmem.memory_events as e
+    where e.tenant_id = (select pgmem._require_tenant()) and e.subject = p_subject
+      and (p_event is null or e.event = p_event)
+    order by e.created_at, e.event_id
+$$;
+
+comment on function pgmem.subject_events(text, text) is
+    'The events about one subject, oldest first, optionally of one kind (p_event, e.g. ''reject''): details without old or new content.';
+
+create or replace function pgmem.count_memories(p_subject text default null, p_statuses text[] default null)
+returns bigint
+language sql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select pg_catalog.count(*)
+    from pgmem.memories as m
+    where m.tenant_id = (select pgmem._require_tenant())
+      and (p_subject is null or m.subject = p_subject)
+      and (p_statuses is null or m.status = any (p_statuses))
+$$;
+
+comment on function pgmem.count_memories(text, text[]) is
+    'How many memories pgmem.export_memories would return for the same filters.';
+
+-- Everything needed to rebuild a memory elsewhere, in id order (the order it
+-- was written, so an import replays supersessions in the same order).
+create or replace function pgmem.export_memories(p_subject text default null, p_statuses text[] default null)
+returns table (
+    memory_id bigint, subject text, agent_id text, session_id text, kind text, content text,
+    embedding real[], importance real, effective_importance real, confidence real, source text,
+    triple_subject text, triple_predicate text, triple_object text, valid_from timestamptz,
+    valid_to timestamptz, status text, status_changed_at timestamptz, pinned boolean,
+    access_count integer, last_accessed_at timestamptz, expires_at timestamptz, metadata jsonb,
+    created_at timestamptz, updated_at timestamptz
+)
+language sql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select m.memory_id, m.subject, m.agent_id, m.session_id, m.kind, m.content,
+           m.embedding::real[], m.importance, m.effective_importance, m.confidence,
+           m.source, m.triple_subject, m.triple_predicate, m.triple_object, m.valid_from,
+           m.valid_to, m.status, m.status_changed_at, m.pinned, m.access_count,
+           m.last_accessed_at, m.expires_at, m.metadata, m.created_at, m.updated_at
+    from pgmem.memories as m
+    where m.tenant_id = (select pgmem._require_tenant())
+      and (p_subject is null or m.subject = p_subject)
+      and (p_statuses is null or m.status = any (p_statuses))
+    order by m.memory_id
+$$;
+
+comment on function pgmem.export_memories(text, text[]) is
+    'The bound tenant''s memories with every field and the embedding as real[], in id order (write order): what pgmem export writes as JSON lines and Memory.import_memories reads back.';
