@@ -44,6 +44,9 @@ declare
     v_table text;
     v_fks jsonb;
     v_fk jsonb;
+    v_views jsonb;
+    v_view jsonb;
+    v_grant jsonb;
     v_failed text[];
 begin
     perform pgmem._require_citus();
@@ -75,6 +78,29 @@ begin
     if not (select r.rolcanlogin from pg_catalog.pg_roles as r where r.rolname = 'pgmem_admin') then
         execute 'alter role pgmem_admin login';
     end if;
+    -- The views go while the tables are distributed and come back as they
+    -- were (definition, options, owner, comment, grants): Citus walks the
+    -- dependencies of a table it distributes, and pgmem._decay_policy (settings
+    -- read through pgmem._half_lives(settings), a function of the table's own
+    -- row type) makes it report settings as depending on itself.
+    select coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+               'name', c.oid::regclass::text, 'definition', pg_catalog.pg_get_viewdef(c.oid),
+               'options', coalesce(pg_catalog.array_to_string(c.reloptions, ', '), ''),
+               'owner', pg_catalog.pg_get_userbyid(c.relowner),
+               'comment', pg_catalog.obj_description(c.oid, 'pg_class'),
+               'grants', (select coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                                  'privilege', a.privilege_type,
+                                  'grantee', case when a.grantee = 0 then 'public'
+                                                  else pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) end)), '[]')
+                          from pg_catalog.aclexplode(c.relacl) as a
+                          where a.grantee <> c.relowner))
+               order by c.oid), '[]')
+    into v_views
+    from pg_catalog.pg_class as c
+    where c.relnamespace = 'pgmem'::regnamespace and c.relkind = 'v';
+    for v_view in select * from pg_catalog.jsonb_array_elements(v_views) order by 1 desc loop
+        execute pg_catalog.format('drop view if exists %s cascade', v_view ->> 'name');
+    end loop;
     -- Citus distributes a table only when its foreign keys point at tables of
     -- the right kind already, and the pgmem keys form a chain (tenants <-
     -- subjects <- memories <- memory_links ...). So the keys between pgmem
@@ -113,6 +139,18 @@ begin
                 colocate_with => case when v_table = 'subjects' then 'default' else 'pgmem.subjects' end);
             perform pg_catalog.truncate_local_data_after_distributing_table(pg_catalog.format('pgmem.%I', v_table));
         end if;
+    end loop;
+    for v_view in select * from pg_catalog.jsonb_array_elements(v_views) loop
+        execute pg_catalog.format('create view %s %s as %s', v_view ->> 'name',
+                                  case when v_view ->> 'options' <> '' then
+                                       pg_catalog.format('with (%s)', v_view ->> 'options') else '' end,
+                                  v_view ->> 'definition');
+        execute pg_catalog.format('alter view %s owner to %I', v_view ->> 'name', v_view ->> 'owner');
+        execute pg_catalog.format('comment on view %s is %L', v_view ->> 'name', v_view ->> 'comment');
+        for v_grant in select * from pg_catalog.jsonb_array_elements(v_view -> 'grants') loop
+            execute pg_catalog.format('grant %s on %s to %s', v_grant ->> 'privilege', v_view ->> 'name',
+                                      v_grant ->> 'grantee');
+        end loop;
     end loop;
     for v_fk in select * from pg_catalog.jsonb_array_elements(v_fks) loop
         execute pg_catalog.format('alter table %s add constraint %I %s',
