@@ -209,6 +209,29 @@ def test_remember_recall_context_erase(
     assert events == [("erase", None)]
 
 
+def test_reads_and_edits_through_the_coordinator(service: str, tenant: str) -> None:
+    with bound(service, tenant) as conn:
+        row = conn.execute(
+            "select memory_id from pgmem.remember('kate', 'Kate likes tea')"
+        ).fetchone()
+        assert row is not None
+        (mid,) = row
+        assert conn.execute("select content from pgmem.get_memory(%s)", (mid,)).fetchone() == (
+            "Kate likes tea",
+        )
+        assert conn.execute("select count(*) from pgmem.list_memories('kate')").fetchone() == (1,)
+        assert conn.execute("select pgmem.count_memories('kate')").fetchone() == (1,)
+        assert conn.execute("select count(*) from pgmem.export_memories('kate')").fetchone() == (1,)
+        conn.execute("select pgmem.pin(%s)", (mid,))
+        conn.execute("select pgmem.update_memory(%s, 'Kate likes green tea')", (mid,))
+        conn.execute("select pgmem.forget(%s)", (mid,))
+        events = conn.execute("select event from pgmem.history(%s)", (mid,)).fetchall()
+        subject = conn.execute("select count(*) from pgmem.subject_events('kate')").fetchone()
+        conn.commit()
+    assert [e for (e,) in events] == ["insert", "pin", "update", "delete"]
+    assert subject == (4,)
+
+
 def test_remember_many_through_the_coordinator(service: str, tenant: str) -> None:
     items = [
         {"content": "Bob plays chess"},
