@@ -11,8 +11,7 @@ import psycopg
 import typer
 from rich.table import Table
 
-from pgmem import bench as benchmark
-from pgmem import citus, citus_bench
+from pgmem import citus
 from pgmem.cli.common import (
     DsnOption,
     JsonOption,
@@ -22,11 +21,10 @@ from pgmem.cli.common import (
     err_console,
     fail,
 )
+from pgmem.lab import bench as benchmark
+from pgmem.lab import citus_bench
 
-app = typer.Typer(help="Benchmark the engine on synthetic data.")
 
-
-@app.callback(invoke_without_command=True)
 def bench(
     dsn: DsnOption = None,
     full: Annotated[

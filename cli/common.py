@@ -24,9 +24,6 @@ DsnOption = Annotated[
         "--dsn", envvar="PGMEM_DSN", help="PostgreSQL to use instead of the embedded server."
     ),
 ]
-TenantOption = Annotated[
-    str, typer.Option("--tenant", "-t", envvar="PGMEM_TENANT", help="Tenant to act for.")
-]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 

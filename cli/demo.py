@@ -14,11 +14,13 @@ from typing import Annotated, Any
 
 import psycopg
 import typer
+from psycopg.types.json import Jsonb
 from rich.panel import Panel
 
-from pgmem import Memory, schema
+from pgmem import Memory, queries, schema
 from pgmem.cli.common import DsnOption, console, database_errors, dsn_for, print_rows
 from pgmem.cli.migrate import show_status
+from pgmem.queries import admin as admin_queries
 from pgmem.worker import Worker
 
 TENANT = "demo"
@@ -79,23 +81,28 @@ def _run(dsn: str, keep: bool) -> None:
 
     _step(f"2. Tenant '{TENANT}'")
     with psycopg.connect(dsn, autocommit=True) as conn:
-        exists = conn.execute(
-            "select 1 from pgmem.tenants where tenant_id = %s", (TENANT,)
-        ).fetchone()
-        if exists and not keep:
-            conn.execute("select pgmem.drop_tenant(%s)", (TENANT,))
-        conn.execute("select pgmem.create_tenant(%s, %s)", (TENANT, "pgmem demo"))
+        row = conn.execute(admin_queries.TENANT_EXISTS, {"tenant": TENANT}).fetchone()
+        if row and row[0] and not keep:
+            conn.execute(admin_queries.DROP_TENANT, {"tenant": TENANT})
+        conn.execute(admin_queries.CREATE_TENANT, {"tenant": TENANT, "display_name": "pgmem demo"})
     console.print(
         f"tenant [bold]{TENANT}[/bold] ready (row-level security confines every query to it)"
     )
 
     _step("3. An app queues the conversation with plain SQL: pgmem.enqueue(...)")
     with psycopg.connect(dsn) as conn, conn.transaction():
-        conn.execute("select pgmem.set_tenant(%s)", (TENANT,))
+        conn.execute(queries.BIND_TENANT, {"tenant": TENANT})
         for role, text in CONVERSATION:
             conn.execute(
-                "select pgmem.enqueue(%s, %s::jsonb, %s)",
-                (USER, json.dumps([{"role": role, "content": text}], ensure_ascii=False), SESSION),
+                queries.ENQUEUE,
+                {
+                    "subject": USER,
+                    "messages": Jsonb([{"role": role, "content": text}]),
+                    "session_id": SESSION,
+                    "agent_id": None,
+                    "metadata": Jsonb({}),
+                    "occurred_at": None,
+                },
             )
             console.print(f"  [dim]{role}:[/dim] {text}", highlight=False)
 
@@ -154,7 +161,7 @@ def _run(dsn: str, keep: bool) -> None:
 
         _step("10. Maintenance pass: decay, archive, capacity, purge (pg_cron runs these)")
         with psycopg.connect(dsn, row_factory=psycopg.rows.dict_row) as conn:
-            runs = conn.execute("select * from pgmem.maintain()").fetchall()
+            runs = conn.execute(admin_queries.MAINTAIN).fetchall()
         print_rows(
             runs,
             as_json=False,

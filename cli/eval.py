@@ -12,7 +12,6 @@ import typer
 from rich import box
 from rich.table import Table
 
-from pgmem import eval as evaluation
 from pgmem.cli.common import (
     DsnOption,
     JsonOption,
@@ -23,6 +22,7 @@ from pgmem.cli.common import (
     fail,
 )
 from pgmem.embed import EmbeddingError, embedder_from_env
+from pgmem.lab import eval as evaluation
 
 app = typer.Typer(help="Measure retrieval quality on public benchmarks.", no_args_is_help=True)
 

@@ -25,22 +25,7 @@ from pgmem.cli.common import (
     fail,
     print_rows,
 )
-
-JOB_NAMES = "select pgmem._job_names() as jobs"
-# p_now NULL would mean "no clock", so an absent --now becomes now().
-RUN_JOB = "select * from pgmem.run_job(%(job)s, coalesce(%(now)s::timestamptz, now()), %(tenant)s)"
-CRON_PLAN = "select job, schedule from pgmem.cron_plan()"
-SCHEDULE = "select job, jobname, schedule, command, jobid from pgmem.schedule(%s, %s, %s, %s)"
-UNSCHEDULE = "select pgmem.unschedule() as removed"
-HAS_PG_CRON = "select exists (select from pg_extension where extname = 'pg_cron') as here"
-SCHEDULED_JOBS = "select * from pgmem.scheduled_jobs()"
-RECENT_RUNS = """
-select run_id, job, tenant_id, status, counts, message, started_at, duration_ms
-from pgmem.job_runs
-where %(job)s::text is null or job = %(job)s
-order by run_id desc
-limit %(limit)s
-"""
+from pgmem.queries import admin as admin_queries
 
 RUN_COLUMNS = [
     "run_id",
@@ -87,11 +72,13 @@ def maintain(
 ) -> None:
     """Run maintenance now: archive, decay, capacity, purge (each recorded in pgmem.job_runs)."""
     with database_errors(), _connect(dsn) as conn:
-        row = conn.execute(JOB_NAMES).fetchone()
+        row = conn.execute(admin_queries.JOB_NAMES).fetchone()
         assert row is not None
         jobs = job or list(row["jobs"])
         runs = [
-            conn.execute(RUN_JOB, {"job": name, "now": now, "tenant": tenant}).fetchone()
+            conn.execute(
+                admin_queries.RUN_JOB, {"job": name, "now": now, "tenant": tenant}
+            ).fetchone()
             for name in jobs
         ]
     rows = [r for r in runs if r is not None]
@@ -129,17 +116,19 @@ def schedule(
     """Install (or update) the pg_cron jobs; defaults: decay hourly, the others nightly."""
     with database_errors(), _connect(dsn) as conn:
         if remove:
-            row = conn.execute(UNSCHEDULE).fetchone()
+            row = conn.execute(admin_queries.UNSCHEDULE).fetchone()
             assert row is not None
             console.print(f"removed {row['removed']} pg_cron job(s)")
             return
         # Options left out keep the defaults declared in SQL (pgmem.cron_plan).
-        defaults = {r["job"]: r["schedule"] for r in conn.execute(CRON_PLAN).fetchall()}
+        defaults = {
+            r["job"]: r["schedule"] for r in conn.execute(admin_queries.CRON_PLAN).fetchall()
+        }
         given = {"decay": decay, "archive": archive, "capacity": capacity, "purge": purge}
         chosen = [
             None if value == OFF else (value or defaults[name]) for name, value in given.items()
         ]
-        rows = conn.execute(SCHEDULE, chosen).fetchall()
+        rows = conn.execute(admin_queries.SCHEDULE, chosen).fetchall()
     print_rows(rows, as_json=as_json, title="pg_cron jobs")
 
 
@@ -151,9 +140,9 @@ def jobs(
 ) -> None:
     """Show the scheduled pg_cron jobs and the latest recorded runs."""
     with database_errors(), _connect(dsn) as conn:
-        here = conn.execute(HAS_PG_CRON).fetchone()
-        scheduled = conn.execute(SCHEDULED_JOBS).fetchall()
-        runs = conn.execute(RECENT_RUNS, {"job": job, "limit": limit}).fetchall()
+        here = conn.execute(admin_queries.HAS_PG_CRON).fetchone()
+        scheduled = conn.execute(admin_queries.SCHEDULED_JOBS).fetchall()
+        runs = conn.execute(admin_queries.RECENT_RUNS, {"job": job, "limit": limit}).fetchall()
     if as_json:
         json.dump({"scheduled": scheduled, "runs": runs}, sys.stdout, default=str, indent=2)
         sys.stdout.write("\n")

@@ -38,8 +38,8 @@ from pgmem.extract import KINDS, LLMError
 # apart from failures by this one.
 EXIT_NOT_FOUND = 4
 
-# The tenant is optional here (unlike common.TenantOption): a DSN whose role is a
-# tenant's login role is bound to that tenant already.
+# The tenant is optional: a DSN whose role is a tenant's login role is bound to that
+# tenant already.
 TenantOption = Annotated[
     str | None,
     typer.Option(

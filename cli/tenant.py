@@ -9,6 +9,7 @@ import psycopg
 import typer
 
 from pgmem.cli.common import DsnOption, JsonOption, console, database_errors, dsn_for, print_rows
+from pgmem.queries import admin as admin_queries
 from pgmem.queries import citus as Q
 
 app = typer.Typer(help="Create, list and drop tenants.", no_args_is_help=True)
@@ -38,12 +39,13 @@ def create(
 ) -> None:
     """Create a tenant (idempotent); with --login, a role that sees only this tenant."""
     with database_errors(), psycopg.connect(dsn_for(dsn)) as conn:
-        conn.execute("select pgmem.create_tenant(%s, %s)", (tenant, display_name))
+        conn.execute(admin_queries.CREATE_TENANT, {"tenant": tenant, "display_name": display_name})
         console.print(f"tenant [bold]{tenant}[/bold] ready")
         if login:
             secret = password or secrets.token_urlsafe(18)
             row = conn.execute(
-                "select pgmem.create_tenant_login(%s, %s, %s)", (tenant, secret, role)
+                admin_queries.CREATE_TENANT_LOGIN,
+                {"tenant": tenant, "password": secret, "role": role},
             ).fetchone()
             assert row is not None
             console.print(f"login role [bold]{row[0]}[/bold] bound to {tenant}")
@@ -56,7 +58,7 @@ def list_tenants(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     """List tenants with their login roles, subjects and active memories."""
     with database_errors(), psycopg.connect(dsn_for(dsn)) as conn:
         cur = conn.cursor(row_factory=psycopg.rows.dict_row)
-        rows = cur.execute("select * from pgmem.tenant_summary()").fetchall()
+        rows = cur.execute(admin_queries.TENANT_SUMMARY).fetchall()
     print_rows(
         rows,
         as_json=as_json,
@@ -75,7 +77,7 @@ def drop(
     if not yes:
         typer.confirm(f"Drop tenant {tenant} and all its memories?", abort=True)
     with database_errors(), psycopg.connect(dsn_for(dsn)) as conn:
-        row = conn.execute("select pgmem.drop_tenant(%s)", (tenant,)).fetchone()
+        row = conn.execute(admin_queries.DROP_TENANT, {"tenant": tenant}).fetchone()
         assert row is not None
     console.print(f"tenant {tenant} dropped ({row[0]} memories removed)")
 

@@ -39,6 +39,8 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from pgmem.openai_client import openai_client
+
 if TYPE_CHECKING:
     import openai
 
@@ -82,7 +84,6 @@ OPENAI_MAX_RETRIES = 4
 # Seconds for one request. An embedding request for 256 short texts takes well under a
 # second at OpenAI; 60 s leaves room for a slow self-hosted server on CPU.
 OPENAI_TIMEOUT = 60.0
-OPENAI_CONNECT_TIMEOUT = 5.0
 
 # Enough for the working set of a busy worker (recent turns, repeated queries) while
 # staying small: see the module docstring for the memory it takes.
@@ -379,16 +380,8 @@ class OpenAIEmbedder(_CachedEmbedder):
         self.batch_size = batch_size
         self.max_retries = max_retries
         if client is None:
-            if api_key is None and base_url is not None:
-                # Self-hosted servers usually need no key, but the client insists on one.
-                api_key = "unused"
             try:
-                client = openai.OpenAI(
-                    base_url=base_url,
-                    api_key=api_key,
-                    max_retries=max_retries,
-                    timeout=openai.Timeout(timeout, connect=min(timeout, OPENAI_CONNECT_TIMEOUT)),
-                )
+                client = openai_client(base_url, api_key, timeout=timeout, max_retries=max_retries)
             except openai.OpenAIError as exc:
                 raise EmbeddingError(
                     f"cannot reach an embedding endpoint: {exc} (set OPENAI_API_KEY, "

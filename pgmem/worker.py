@@ -57,7 +57,7 @@ from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from pgmem import ingest
+from pgmem import ingest, queries
 from pgmem.embed import Embedder, embedder_from_env
 from pgmem.extract import ExtractionResult, LLMExtractor, merge_facts
 from pgmem.queries import worker as wq
@@ -341,7 +341,7 @@ class Worker:
             conn.execute(wq.DROP_TO_SERVICE)
             log.info("serving tenant %s only: acting as pgmem_service (was %s)", self.tenant, role)
         with conn.transaction():
-            conn.execute(wq.SET_TENANT, {"tenant": self.tenant})  # PM002 now if it is unknown
+            conn.execute(queries.BIND_TENANT, {"tenant": self.tenant})  # PM002 now if it is unknown
 
     def _listen(self) -> psycopg.Connection[Any]:
         conn = psycopg.connect(self.dsn, autocommit=True, application_name=APPLICATION_NAME)
@@ -353,12 +353,12 @@ class Worker:
         """One batch transaction, bound to the worker's tenant when it has one."""
         with conn.transaction():
             if self.tenant is not None and self._bind_per_job:
-                conn.execute(wq.SET_TENANT, {"tenant": self.tenant})
+                conn.execute(queries.BIND_TENANT, {"tenant": self.tenant})
             yield
 
     def _bind(self, conn: Conn, tenant: str) -> None:
         if self._bind_per_job:
-            conn.execute(wq.SET_TENANT, {"tenant": tenant})
+            conn.execute(queries.BIND_TENANT, {"tenant": tenant})
 
     # --------------------------------------------------------------------- loop
 

@@ -9,8 +9,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from pgmem import bench
 from pgmem.cli.bench import render_markdown
+from pgmem.lab import bench
 
 
 @pytest.fixture

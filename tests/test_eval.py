@@ -23,8 +23,8 @@ from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 from typer.testing import CliRunner
 
-from pgmem import eval as ev
 from pgmem.cli.app import app
+from pgmem.lab import eval as ev
 
 UTC = dt.UTC
 DIMS = 384

@@ -8,6 +8,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from conftest import Db
 from psycopg.types.json import Jsonb
 
 from pgmem import Memory, ingest
@@ -130,3 +131,30 @@ def test_plan_marks_refused_text_and_embed_skips_it(embedder: LocalEmbedder) -> 
     vectors = ingest.embed(planned, embedder)
     assert [v is None for v in vectors] == [p.rejected is not None for p in planned]
     assert ingest.embed(planned, None) == [None] * len(planned)
+
+
+def test_one_decision_ladder_for_both_remember_forms(db: Db) -> None:
+    """pgmem._write_action is the ladder _remember_decide and remember_many both ask."""
+    cases = [
+        (True, "other", 0.99, "reinforced"),  # same content wins over everything
+        (False, "same", None, "reinforced"),
+        (False, "newer", None, "outdated"),
+        (False, "other", 0.99, "superseded"),  # the triple key wins over similarity
+        (False, None, 0.99, "deduplicated"),
+        (False, None, 0.90, "merge_pending"),
+        (False, None, 0.10, "inserted"),
+        (False, None, None, "inserted"),
+    ]
+    for same, triple, similarity, expected in cases:
+        row = db.admin.execute(
+            "select pgmem._write_action(s, %s, %s, %s::real) from pgmem.settings as s"
+            " where s.tenant_id = '_default'",  # thresholds 0.95 and 0.85
+            (same, triple, similarity),
+        ).fetchone()
+        assert row == (expected,), (same, triple, similarity)
+    functions = db.admin.execute(
+        "select p.proname from pg_proc as p where p.pronamespace = 'pgmem'::regnamespace"
+        " and p.proname in ('_remember_decide', 'remember_many')"
+        " and p.prosrc like '%%pgmem._write_action(%%' order by 1"
+    ).fetchall()
+    assert functions == [("_remember_decide",), ("remember_many",)]

@@ -53,7 +53,8 @@ Source: TypeAlias = Literal["rule", "llm"]
 Triple: TypeAlias = tuple[str, str, str]
 Message: TypeAlias = dict[str, str]
 
-# The memory kinds of DESIGN.md that extraction produces; "manual"/"sql" sources and
+# The memory kinds (pgmem.kinds() in sql/functions/08_kinds.sql; tests/test_kinds.py
+# holds this tuple equal to it) that extraction produces; "manual"/"sql" sources and
 # other kinds are written by callers directly.
 KINDS: tuple[Kind, ...] = ("preference", "semantic", "episodic", "procedural")
 # The triple subject for facts about the person talking to the agent.

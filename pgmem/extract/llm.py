@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgmem.extract.facts import STABLE_PREDICATES, Fact, Kind, Message, normalize_triple
 from pgmem.extract.rules import is_small_talk
+from pgmem.openai_client import openai_client
 
 if TYPE_CHECKING:
     import openai
@@ -59,8 +60,6 @@ DEFAULT_MODEL = "gpt-4o-mini"
 # Extraction runs in the background worker, so a slow answer costs latency, not a
 # user's wait; 30 s leaves room for a long conversation on a self-hosted model.
 DEFAULT_TIMEOUT = 30.0
-# Connecting is quick or it fails; a dead endpoint should not eat the whole timeout.
-CONNECT_TIMEOUT = 5.0
 # The openai client's default; with its backoff (0.5 s doubling) two retries add ~1.5 s.
 DEFAULT_MAX_RETRIES = 2
 # One more try after a malformed answer: models that slip once usually comply when
@@ -319,16 +318,8 @@ class LLMExtractor:
     ) -> LLMExtractor:
         import openai
 
-        if api_key is None and base_url is not None:
-            # Self-hosted servers usually need no key, but the client insists on one.
-            api_key = "unused"
         try:
-            client = openai.OpenAI(
-                base_url=base_url,
-                api_key=api_key,
-                max_retries=max_retries,
-                timeout=openai.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)),
-            )
+            client = openai_client(base_url, api_key, timeout=timeout, max_retries=max_retries)
         except openai.OpenAIError as exc:
             raise LLMError(f"cannot set up the LLM client: {exc}") from exc
         return cls(client, model=model, **options)

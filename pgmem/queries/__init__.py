@@ -7,6 +7,8 @@ text anywhere else in ``pgmem/`` or ``cli/``), one module per consumer:
 - :mod:`pgmem.queries.client`: the ``Memory`` client and the memory CLI verbs
   (re-exported here, so ``queries.RECALL`` is ``queries.client.RECALL``);
 - :mod:`pgmem.queries.worker`: the worker;
+- :mod:`pgmem.queries.admin`: the CLI's administration verbs (tenants, maintenance,
+  the demo);
 - :mod:`pgmem.queries.citus`: the Citus cluster, its CLI verbs and ``pgmem bench --citus``.
 
 Rules: a statement is a module-level ``Final`` string (or a ``psycopg.sql.SQL``

@@ -1,4 +1,4 @@
-"""Every statement of the Citus support (:mod:`pgmem.citus`, :mod:`pgmem.citus_bench`,
+"""Every statement of the Citus support (:mod:`pgmem.citus`, :mod:`pgmem.lab.citus_bench`,
 `pgmem db nodes`, `pgmem tenant move`), by name."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ DISTRIBUTE: Final = "select * from pgmem.distribute()"
 NODE_DISTRIBUTION: Final = "select * from pgmem.node_distribution()"
 MOVE_TENANT: Final = "select * from pgmem.move_tenant(%s, %s, %s)"
 
-# -- pgmem bench --citus (pgmem.citus_bench) ----------------------------------------
+# -- pgmem bench --citus (pgmem.lab.citus_bench) ----------------------------------------
 
 BENCH_CREATE_TENANTS: Final = (
     "select pgmem.create_tenant(format('cb%%s', lpad(i::text, 5, '0')))"

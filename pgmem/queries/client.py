@@ -39,16 +39,9 @@ __all__ = [
     "UPDATE_MEMORY",
 ]
 
-# A pgmem_service member (superusers count) binds the tenant for this transaction;
-# any other role is bound by its login already, and the client compares the answer
-# with the tenant it was asked for.
-BIND_TENANT: Final = """
-select case when pg_catalog.pg_has_role(current_user, 'pgmem_service', 'MEMBER')
-            then pgmem.set_tenant(%(tenant)s)
-            else pgmem.current_tenant()
-       end as tenant,
-       pg_catalog.pg_has_role(current_user, 'pgmem_service', 'MEMBER') as can_bind
-"""
+# The one tenant binding (client, worker, CLI): pgmem.bind_tenant binds it for a
+# pgmem_service member and otherwise returns the login's own tenant to compare.
+BIND_TENANT: Final = "select pgmem.bind_tenant(%(tenant)s) as tenant"
 
 TENANT_DIMS: Final = """
 select s.embedding_dims, s.embedding_model

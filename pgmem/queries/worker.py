@@ -14,7 +14,6 @@ select current_user as role, pgmem._bypasses_rls() as bypasses_rls,
        pgmem.current_tenant() as bound_tenant
 """
 DROP_TO_SERVICE: Final = "set role pgmem_service"
-SET_TENANT: Final = "select pgmem.set_tenant(%(tenant)s)"
 LISTEN: Final = f"listen {CHANNEL}"
 CLAIM_JOBS: Final = "select * from pgmem.claim_jobs(%(limit)s)"
 FINISH_JOB: Final = "select pgmem.finish_job(%(tenant)s, %(inbox_id)s, %(result)s)"

@@ -130,6 +130,27 @@ $$;
 comment on function pgmem.set_tenant(text, boolean) is
     'Binds a tenant for the rest of the transaction (p_local => false: the session). Only pgmem_service members may call it.';
 
+create or replace function pgmem.bind_tenant(p_tenant text, p_local boolean default true)
+returns text
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- The one binding every client uses: a pgmem_service member (superusers
+    -- count) binds p_tenant; any other role is bound by its login already,
+    -- and the caller compares the answer with the tenant it asked for.
+    if pg_catalog.pg_has_role(current_user, 'pgmem_service', 'MEMBER') then
+        return pgmem.set_tenant(p_tenant, p_local);
+    end if;
+    return pgmem.current_tenant();
+end
+$$;
+
+comment on function pgmem.bind_tenant(text, boolean) is
+    'Binds p_tenant for a pgmem_service member (as pgmem.set_tenant); for any other role returns the tenant its login is bound to (NULL if none), which the caller compares with the one it wanted.';
+
 create or replace function pgmem._tenants_sync_settings()
 returns trigger
 language plpgsql

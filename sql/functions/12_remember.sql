@@ -65,6 +65,51 @@ $$;
 comment on function pgmem._lock_subjects(text, text[], timestamptz) is
     'Creates the subjects rows if needed and locks them until the transaction ends: every write about a subject serializes here (internal).';
 
+-- The decision ladder, once: both remember forms ask it. p_triple is what
+-- the fact's triple key (subject, predicate) finds among the active rows:
+-- 'same' object, an active fact that is 'newer', an 'other' object, or NULL
+-- (no triple, or no active row for its key).
+create or replace function pgmem._write_action(
+    p_settings pgmem.settings,
+    p_same_content boolean,
+    p_triple text,
+    p_similarity real
+)
+returns text
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select case when p_same_content then 'reinforced'
+                when p_triple = 'same' then 'reinforced'
+                when p_triple = 'newer' then 'outdated'
+                when p_triple = 'other' then 'superseded'
+                when p_similarity >= p_settings.duplicate_threshold then 'deduplicated'
+                when p_similarity >= p_settings.merge_threshold then 'merge_pending'
+                else 'inserted'
+           end
+$$;
+
+comment on function pgmem._write_action(pgmem.settings, boolean, text, real) is
+    'The write decision for a fact: reinforced, outdated, superseded, deduplicated, merge_pending or inserted, from what matched it (same content, its triple key, the nearest similarity) and the tenant''s thresholds (internal; steps 2-6 above).';
+
+-- What every write event of a fact says besides its own details.
+create or replace function pgmem._write_details(p_redacted text[], p_agent_id text)
+returns jsonb
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+               'redacted', case when pg_catalog.cardinality(p_redacted) > 0 then pg_catalog.to_jsonb(p_redacted) end,
+               'agent_id', p_agent_id))
+$$;
+
+comment on function pgmem._write_details(text[], text) is
+    'The details every write event of a fact carries: the kinds of redacted data and the agent (internal).';
+
 create or replace function pgmem._remember_decide(
     p_tenant text,
     p_settings pgmem.settings,
@@ -98,9 +143,7 @@ as $$
 -- caller has locked (pgmem._lock_subjects).
 declare
     v_hash text := pgmem._content_hash(p_content);
-    v_details jsonb := case when pg_catalog.cardinality(p_redacted) > 0
-                            then pg_catalog.jsonb_build_object('redacted', pg_catalog.to_jsonb(p_redacted))
-                            else '{}'::jsonb end;
+    v_details jsonb := pgmem._write_details(p_redacted, p_agent_id);
     v_id bigint;
     v_old_content text;
     v_old_embedding public.vector;
@@ -113,16 +156,12 @@ declare
     v_subject_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_subject));
     v_predicate_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_predicate));
 begin
-    if p_agent_id is not null then
-        v_details := v_details || pg_catalog.jsonb_build_object('agent_id', p_agent_id);
-    end if;
-
     -- 2. The same fact in other words is the same fact: reinforce it.
     select m.memory_id into v_id
     from pgmem.memories as m
     where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active' and m.content_hash = v_hash;
     if found then
-        action := 'reinforced';
+        action := pgmem._write_action(p_settings, true, null, null);
         similarity := 1;
     end if;
 
@@ -139,7 +178,7 @@ begin
         order by m.valid_from desc, m.memory_id desc
         limit 1;
         if found then
-            action := 'reinforced';
+            action := pgmem._write_action(p_settings, false, 'same', null);
         else
             -- A fact that arrives late (an import, a second worker) and is
             -- older than the active one for its key is history: it is stored
@@ -154,7 +193,7 @@ begin
             order by m.valid_from, m.memory_id
             limit 1;
             if found then
-                action := 'outdated';
+                action := pgmem._write_action(p_settings, false, 'newer', null);
                 related_id := v_newer_id;
                 similarity := (1 - (v_old_embedding OPERATOR(public.<=>) p_embedding))::real;
             end if;
@@ -177,7 +216,7 @@ begin
             into v_superseded, v_old_embedding
             from closed as c;
             if v_superseded is not null then
-                action := 'superseded';
+                action := pgmem._write_action(p_settings, false, 'other', null);
                 related_id := v_superseded[1];
                 similarity := (1 - (v_old_embedding OPERATOR(public.<=>) p_embedding))::real;
             end if;
@@ -195,12 +234,11 @@ begin
               offset 0) as d
         order by d.distance, d.memory_id
         limit 1;
-        if v_sim >= p_settings.duplicate_threshold then
-            action := 'deduplicated';
+        action := pgmem._write_action(p_settings, false, null, v_sim);
+        if action = 'deduplicated' then
             similarity := v_sim;
         else
-            if v_sim >= p_settings.merge_threshold then
-                action := 'merge_pending';
+            if action = 'merge_pending' then
                 related_id := v_id;
                 similarity := v_sim;
             end if;

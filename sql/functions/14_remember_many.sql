@@ -280,7 +280,8 @@ begin
                                  and pg_catalog.lower(m.triple_subject) = pg_catalog.lower(t.triple_subject)
                                 where t.rejected_rule is null and t.triple_predicate is not null));
 
-        -- The same decisions as _remember_decide, for the independent items.
+        -- The same decision as _remember_decide (pgmem._write_action), for the
+        -- independent items: no triple key of theirs is active.
         update pg_temp._pgmem_batch as b
         set action = d.action,
             memory_id = case d.action when 'reinforced' then b.exact_id when 'deduplicated' then b.near_id end,
@@ -288,10 +289,7 @@ begin
             similarity = case d.action when 'reinforced' then 1 when 'inserted' then null else b.near_similarity end
         from pg_temp._pgmem_batch as x
         cross join lateral (
-            select case when x.exact_id is not null then 'reinforced'
-                        when x.near_similarity >= v_settings.duplicate_threshold then 'deduplicated'
-                        when x.near_similarity >= v_settings.merge_threshold then 'merge_pending'
-                        else 'inserted' end as action) as d
+            select pgmem._write_action(v_settings, x.exact_id is not null, null, x.near_similarity) as action) as d
         where x.item = b.item and b.rejected_rule is null and not b.meets_batch;
 
         update pgmem.memories as m
@@ -314,9 +312,7 @@ begin
                case b.action when 'deduplicated' then 'deduplicate' else 'reinforce' end,
                case b.action when 'deduplicated' then m.content end,
                case b.action when 'deduplicated' then b.content end,
-               pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
-                   'redacted', case when pg_catalog.cardinality(b.redacted) > 0 then pg_catalog.to_jsonb(b.redacted) end,
-                   'agent_id', b.agent_id,
+               pgmem._write_details(b.redacted, b.agent_id) || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
                    'match', case b.action when 'deduplicated' then 'embedding' else 'content' end,
                    'similarity', case b.action when 'deduplicated' then b.similarity end)),
                v_now
@@ -346,9 +342,8 @@ begin
 
         insert into pgmem.memory_events (tenant_id, memory_id, subject, event, new_content, details, created_at)
         select v_tenant, b.memory_id, b.subject, 'insert', b.content,
-               pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
-                   'redacted', case when pg_catalog.cardinality(b.redacted) > 0 then pg_catalog.to_jsonb(b.redacted) end,
-                   'agent_id', b.agent_id, 'action', b.action, 'related_id', b.related_id,
+               pgmem._write_details(b.redacted, b.agent_id) || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                   'action', b.action, 'related_id', b.related_id,
                    'similarity', b.similarity)),
                v_now
         from pg_temp._pgmem_batch as b

@@ -238,16 +238,9 @@ insert into pgmem.memories (tenant_id, subject, kind, content, embedding, import
                             effective_importance, access_count, last_accessed_at, created_at,
                             valid_from, session_id, source)
 select r.tenant_id, r.subject, r.kind, r.content, r.embedding, r.importance,
-       -- What the hourly decay job would have stored by now (30_lifecycle.sql):
-       -- importance · exp(-ln 2 · time since last access / half-life), the
-       -- exponent capped at 27 as pgmem._decayed caps it.
-       (r.importance * pg_catalog.exp(-least(
-           pg_catalog.ln(2) * extract(epoch from %(now)s - r.last_accessed_at)
-           / extract(epoch from case r.kind when 'episodic' then s.half_life_episodic
-                                            when 'semantic' then s.half_life_semantic
-                                            when 'preference' then s.half_life_preference
-                                            else s.half_life_procedural end),
-           27)))::real,
+       -- What the hourly decay job would have stored by now: the engine's own
+       -- formula and per-kind rate (30_lifecycle.sql).
+       pgmem._decayed(r.importance, p.decay_per_second, r.last_accessed_at, %(now)s),
        r.access_count, r.last_accessed_at, r.created_at, r.created_at, r.session_id, 'import'
 from (
     select g.tenant_id, g.subject,
@@ -290,7 +283,7 @@ from (
     join public.bench_noise as n1 on n1.n = g.a
     join public.bench_noise as n2 on n2.n = g.b
 ) as r
-join pgmem.settings as s on s.tenant_id = r.tenant_id
+join pgmem._decay_policy as p on p.tenant_id = r.tenant_id and p.kind = r.kind
 """
 
 SIZES = """

@@ -1,0 +1,11 @@
+"""The lab: measuring harnesses, not part of the runtime path.
+
+- :mod:`pgmem.lab.eval`: retrieval quality on LoCoMo (``pgmem eval locomo``,
+  docs/eval.md);
+- :mod:`pgmem.lab.bench`: latency, throughput and size on synthetic data
+  (``pgmem bench``, docs/benchmarks.md, which also holds the targets).
+
+Both work in scratch databases of their own and call the engine's SQL
+(``pgmem._decayed``, ``pgmem._decay_policy``, ``pgmem.recall``…) rather than
+restating its formulas.
+"""
