@@ -8,13 +8,19 @@ PGMEM := $(VENV)/bin/pgmem
 WHEELS := $(wildcard /opt/wheels)
 PIP_FLAGS := $(if $(WHEELS),--find-links $(WHEELS),)
 
-.PHONY: setup postgres demo test lint db bench clean
+.PHONY: setup postgres citus demo test lint db bench clean
 
 setup: postgres $(VENV)/.installed
 
 postgres:
 	@if [ "$$(id -u)" = 0 ]; then bash scripts/install-postgres.sh >/dev/null; \
 	else sudo bash scripts/install-postgres.sh >/dev/null; fi
+
+# Citus from the vendored source, for `pgmem db start --citus` and tests/test_citus.py;
+# only on request, so `make demo` stays fast (scripts/install-citus.sh).
+citus: postgres
+	@if [ "$$(id -u)" = 0 ]; then bash scripts/install-citus.sh; \
+	else sudo bash scripts/install-citus.sh; fi
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV) || { apt-get install -y -qq python3-venv && python3 -m venv $(VENV); }

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from typing import Annotated
 
 import psycopg
 import typer
 from rich.table import Table
 
+from pgmem import citus
 from pgmem.cli.common import (
     DsnOption,
     JsonOption,
@@ -20,6 +22,7 @@ from pgmem.cli.common import (
     steps,
 )
 from pgmem.lab import bench as benchmark
+from pgmem.lab import citus_bench
 from pgmem.lab import layers_bench
 
 
@@ -62,6 +65,17 @@ def bench(
             help="Run the decay + archive passes (the first pass at 1M takes the longest).",
         ),
     ] = True,
+    on_citus: Annotated[
+        bool,
+        typer.Option(
+            "--citus",
+            help="Compare the Citus coordinator (its pgmem database, 1,000 tenants) with one "
+            "plain database on the same server: correctness, bytes/memory, recall latency, "
+            "routing (docs/scaling.md).",
+        ),
+    ] = False,
+    citus_tenants: Annotated[int, typer.Option(help="Tenants for --citus.")] = 1_000,
+    citus_per_tenant: Annotated[int, typer.Option(help="Memories per tenant for --citus.")] = 100,
     as_json: JsonOption = False,
     markdown: Annotated[
         bool, typer.Option("--markdown", help="Print the table as Markdown (docs/benchmarks.md).")
@@ -87,6 +101,9 @@ def bench(
     point, measures recall latency (server-side), recall@10 against an exact scan,
     remember throughput, one decay + archive pass and size per memory, and prints a
     table. Needs a superuser DSN: it creates its own database."""
+    if on_citus:
+        _bench_citus(dsn, citus_tenants, citus_per_tenant, queries, as_json)
+        return
     if scale and full:
         raise fail("--scale and --full are exclusive: list the points with --scale")
     scales = tuple(scale) if scale else benchmark.FULL_SCALES if full else benchmark.DEFAULT_SCALES
@@ -263,3 +280,46 @@ def render_markdown(info: dict[str, object], results: list[benchmark.PointResult
         marks = " | ".join(_verdict(r.targets()[target], emphasis="**") for r in results)
         lines.append(f"| target: {target} | {marks} |")
     return "\n".join(lines) + "\n"
+
+
+def _bench_citus(
+    dsn: str | None, tenants: int, per_tenant: int, queries: int, as_json: bool
+) -> None:
+    coordinator = dsn_for(dsn)
+    with database_errors():
+        if not citus.has_citus(coordinator):
+            raise fail(
+                "--citus needs a Citus coordinator: `pgmem db start --citus 2`, `pgmem migrate`"
+            )
+        result = citus_bench.run(
+            coordinator,
+            tenants=tenants,
+            per_tenant=per_tenant,
+            queries=queries,
+            say=lambda m: err_console.print(f"[dim]{m}[/dim]", highlight=False),
+        )
+    if as_json:
+        json.dump(asdict(result), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    table = Table(
+        title=f"{result.memories:,} memories, {result.tenants:,} tenants, {result.workers} workers"
+    )
+    for column in ("", "Citus (coordinator)", "single server", "ratio"):
+        table.add_column(column)
+    rows = [
+        ("load (s)", result.load_s["citus"], result.load_s["single"]),
+        ("bytes / memory", result.bytes_per_memory["citus"], result.bytes_per_memory["single"]),
+        *(
+            (f"recall {key} (ms)", result.recall_ms["citus"][key], result.recall_ms["single"][key])
+            for key in ("p50", "p95", "mean")
+        ),
+    ]
+    for label, on_citus, single in rows:
+        ratio = f"{on_citus / single:.2f}" if single else "-"
+        table.add_row(label, f"{on_citus:,.1f}", f"{single:,.1f}", ratio)
+    console.print(table)
+    console.print(f"correctness: {result.correctness}", highlight=False)
+    console.print(
+        f"routing of one tenant ({result.tenant_node}):\n{result.explain}", highlight=False
+    )

@@ -5,12 +5,22 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Annotated
 
+import psycopg
 import typer
 
-from pgmem import server
-from pgmem.cli.common import DsnOption, fail
+from pgmem import citus, server
+from pgmem.cli.common import (
+    DsnOption,
+    JsonOption,
+    database_errors,
+    dsn_for,
+    fail,
+    print_rows,
+)
 from pgmem.config import Config
+from pgmem.queries import citus as Q
 
 app = typer.Typer(
     help=(
@@ -41,9 +51,27 @@ def _describe(cluster: server.Cluster) -> None:
 
 
 @app.command()
-def start(dsn: DsnOption = None) -> None:
+def start(
+    dsn: DsnOption = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--citus",
+            min=1,
+            help="A Citus cluster: this server as coordinator plus N workers on the next ports.",
+        ),
+    ] = None,
+) -> None:
     """Start the server, creating the cluster and database the first time."""
     config = Config.from_env(dsn=dsn)
+    if workers is None and not config.dsn and citus.is_local_cluster(config):
+        workers = len(citus.nodes(config)) - 1
+    if workers is not None:
+        with _errors():
+            for node, started in citus.start(config, workers):
+                state = "started" if started else "already running"
+                typer.echo(f"{node.role}: {state}: {server.dsn(node.config)}")
+        return
     with _errors():
         started = server.start(config)
         url = server.dsn(config)
@@ -54,8 +82,13 @@ def start(dsn: DsnOption = None) -> None:
 
 @app.command()
 def stop(dsn: DsnOption = None) -> None:
-    """Stop the server (fast shutdown: open sessions are rolled back)."""
+    """Stop the server (fast shutdown: open sessions are rolled back); every Citus node."""
     config = Config.from_env(dsn=dsn)
+    if not config.dsn and citus.is_local_cluster(config):
+        with _errors():
+            for node, stopped in citus.stop(config):
+                typer.echo(f"{node.role}: {'stopped' if stopped else 'not running'}")
+        return
     with _errors():
         stopped = server.stop(config)
     typer.echo("stopped" if stopped else "not running")
@@ -75,6 +108,10 @@ def status(dsn: DsnOption = None) -> None:
             return
         current = server.status(config)
         url = server.dsn(config)
+        if citus.is_local_cluster(config):
+            for node, state in citus.statuses(config)[1:]:
+                where = f"{'running' if state.running else 'stopped'}: {server.dsn(node.config)}"
+                typer.echo(f"citus {node.role}: {where}")
     if current.running:
         typer.echo(f"running (pid {current.pid}): {url}")
     elif not current.initialized:
@@ -96,6 +133,14 @@ def url(dsn: DsnOption = None) -> None:
         typer.echo(server.dsn(config))
         if not config.dsn and not server.status(config).running:
             typer.echo("note: the server is not running (`pgmem db start`)", err=True)
+
+
+@app.command()
+def nodes(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
+    """Citus: tenants, shards, memories and bytes per node (pgmem.node_distribution)."""
+    with database_errors(), psycopg.connect(dsn_for(dsn)) as conn:
+        rows = conn.cursor(row_factory=psycopg.rows.dict_row).execute(Q.NODE_DISTRIBUTION)
+        print_rows(rows.fetchall(), as_json=as_json, title="memories per Citus node")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

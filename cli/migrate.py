@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from pgmem import schema
+from pgmem import citus, schema
 from pgmem.cli.common import (
     DsnOption,
     JsonOption,
@@ -49,6 +49,10 @@ def migrate(
         try:
             if down:
                 schema.downgrade(target, to)
+            elif citus.has_citus(target):
+                # A Citus coordinator: the tenant tables end up distributed.
+                for table, kind, _colocation, shards in citus.upgrade(target, to, dims):
+                    console.print(f"citus: {table}: {kind} ({shards} shards)")
             else:
                 schema.upgrade(target, to, dims)
         except schema.SchemaError as exc:

@@ -1,4 +1,4 @@
-"""`pgmem tenant create|list|drop`."""
+"""`pgmem tenant create|list|drop|move`."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from pgmem.cli.common import (
     print_rows,
 )
 from pgmem.queries import admin as admin_queries
+from pgmem.queries import citus as Q
 
 app = typer.Typer(help="Create, list and drop tenants.", no_args_is_help=True)
 
@@ -93,3 +94,27 @@ def drop(
         row = conn.execute(admin_queries.DROP_TENANT, {"tenant": tenant}).fetchone()
         assert row is not None
     console.print(f"tenant {tenant} dropped ({row[0]} memories removed)")
+
+
+@app.command()
+def move(
+    tenant: TenantArg,
+    to_node: Annotated[
+        str,
+        typer.Option(
+            "--to-node",
+            help="Citus worker as host:port (the nodename and nodeport of pg_dist_node).",
+        ),
+    ],
+    dsn: DsnOption = None,
+) -> None:
+    """Citus: give a hot tenant a shard of its own and move it to another worker."""
+    host, _, port = to_node.rpartition(":")
+    if not host or not port.isdigit():
+        raise typer.BadParameter("expected host:port", param_hint="--to-node")
+    with database_errors(), psycopg.connect(dsn_for(dsn), autocommit=True) as conn:
+        row = conn.execute(Q.MOVE_TENANT, (tenant, host, int(port))).fetchone()
+        assert row is not None
+    shard, source, target, moved = row
+    state = "moved" if moved else "already there"
+    console.print(f"tenant {tenant} (shard {shard}): {source} -> {target}: {state}")

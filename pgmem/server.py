@@ -39,6 +39,9 @@ PG_ROOT = Path("/usr/lib/postgresql")
 # PGMEM_HOME (a clone under /root, mode 700).
 FALLBACK_ROOT = Path("/var/lib/pgmem")
 REQUIRED_LIBRARIES = ("vector.so", "pg_cron.so")
+# A file in PGMEM_HOME that makes its cluster a Citus node (pgmem.citus writes
+# it): every start then preloads citus too, whichever command starts it.
+CITUS_MARKER = "citus-node"
 # sun_path is 108 bytes on Linux, one of them the terminating NUL.
 MAX_SOCKET_PATH = 107
 # Crash recovery after a kill -9 replays WAL before the server accepts
@@ -605,11 +608,12 @@ def _conf_string(value: str) -> str:
 
 def _write_settings(cluster: Cluster, config: Config, user: pwd.struct_passwd | None) -> None:
     """(Re)write pgmem.conf and pg_hba.conf, so a changed port or home applies on start."""
+    citus = (config.home / CITUS_MARKER).is_file()
     settings = {
         "listen_addresses": _conf_string("127.0.0.1"),
         "port": str(config.port),
         "unix_socket_directories": _conf_string(str(cluster.socket_dir)),
-        "shared_preload_libraries": _conf_string("pg_cron"),
+        "shared_preload_libraries": _conf_string("citus,pg_cron" if citus else "pg_cron"),
         "cron.database_name": _conf_string(config.database),
         # Jobs run in background workers, so pg_cron needs no password or
         # socket connection; each running job takes one worker slot.
@@ -620,6 +624,22 @@ def _write_settings(cluster: Cluster, config: Config, user: pwd.struct_passwd | 
         "maintenance_work_mem": _conf_string("512MB"),
         "work_mem": _conf_string("16MB"),
     }
+    if citus:
+        settings.update(
+            {
+                # SET LOCAL pgmem.tenant (pgmem.set_tenant) reaches the workers' sessions.
+                "citus.propagate_set_commands": _conf_string("local"),
+                # pgmem's statement triggers only read the tenant binding (docs/scaling.md).
+                "citus.enable_unsafe_triggers": "on",
+                # Row-level security on a shard reads the login binding from the
+                # reference table _tenant_logins, whose placement is local on every node.
+                "citus.allow_nested_distributed_execution": "on",
+                # Connections a node opens to itself (shard splits and moves) go
+                # over its socket, like the other node-to-node connections.
+                "citus.local_hostname": _conf_string(str(cluster.socket_dir)),
+                "max_connections": "200",
+            }
+        )
     conf = [
         "# Written by `pgmem db start` on every start; ALTER SYSTEM settings still win.",
         *(f"{name} = {value}" for name, value in settings.items()),

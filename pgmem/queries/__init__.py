@@ -13,7 +13,8 @@ text anywhere else in ``pgmem/`` or ``cli/``), one module per consumer:
   (sessions, tasks, the worker's fold pass);
 - :mod:`pgmem.queries.bench_layers`: ``pgmem bench --layers``;
 - :mod:`pgmem.queries.schema`: schema management and the embedded server;
-- :mod:`pgmem.queries.safety`: the safety measurement (`pgmem eval safety`).
+- :mod:`pgmem.queries.safety`: the safety measurement (`pgmem eval safety`);
+- :mod:`pgmem.queries.citus`: the Citus cluster, its CLI verbs and ``pgmem bench --citus``.
 
 The lab (:mod:`pgmem.lab`) still holds its own statements (listed as pending in the
 test).

@@ -121,7 +121,14 @@ begin
         raise exception 'unknown pgmem tenant: %', coalesce(p_tenant, 'NULL')
             using errcode = 'PM002', hint = 'Create it with pgmem.create_tenant() or `pgmem tenant create`.';
     end if;
-    perform pg_catalog.set_config('pgmem.tenant', p_tenant, p_local);
+    if p_local then
+        -- A SET LOCAL statement rather than set_config(): on a Citus coordinator
+        -- (citus.propagate_set_commands = local) it also reaches the worker
+        -- sessions of this transaction, whose row-level security reads it.
+        execute pg_catalog.format('set local pgmem.tenant = %L', p_tenant);
+    else
+        perform pg_catalog.set_config('pgmem.tenant', p_tenant, false);
+    end if;
     return p_tenant;
 end
 $$;
@@ -173,7 +180,8 @@ end
 $$;
 
 comment on function pgmem._tenants_sync_settings() is
-    'Trigger on pgmem.tenants: copies the _default settings row for a new tenant and removes it with the tenant.';
+    'Trigger function of revision 0001 (copies the _default settings row for a new tenant, removes it with the tenant); '
+    'revision 0004 drops the trigger: pgmem.create_tenant and pgmem.drop_tenant do it.';
 
 create or replace function pgmem.create_tenant(p_tenant text, p_display_name text default null)
 returns text
@@ -190,6 +198,14 @@ begin
     end if;
     insert into pgmem.tenants (tenant_id, display_name) values (p_tenant, p_display_name)
     on conflict (tenant_id) do update set display_name = coalesce(excluded.display_name, pgmem.tenants.display_name);
+    -- The tenant starts from a copy of the defaults row. Done here, not by a
+    -- trigger on tenants: Citus runs no trigger that writes another table
+    -- (revision 0004, docs/scaling.md).
+    insert into pgmem.settings
+    select (pg_catalog.jsonb_populate_record(d, pg_catalog.jsonb_build_object('tenant_id', p_tenant))).*
+    from pgmem.settings as d
+    where d.tenant_id = '_default'
+    on conflict (tenant_id) do nothing;
     return p_tenant;
 end
 $$;
@@ -255,6 +271,8 @@ begin
     if not found then
         raise exception 'unknown pgmem tenant: %', p_tenant using errcode = 'PM002';
     end if;
+    -- settings has no foreign key (the defaults row is not a tenant).
+    delete from pgmem.settings as s where s.tenant_id = p_tenant;
     return v_memories;
 end
 $$;

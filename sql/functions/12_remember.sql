@@ -339,11 +339,14 @@ create or replace function pgmem._reject(
     p_now timestamptz
 )
 returns void
-language sql
+language plpgsql
 volatile
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+begin
+    -- PL/pgSQL, not SQL: Citus plans no SQL-language function that passes
+    -- parameters to a distributed table (docs/scaling.md).
     -- The injected text is not kept anywhere, not even in history: only the
     -- rule, its size and a SHA-256 to recognise it if it comes back.
     insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
@@ -353,7 +356,8 @@ as $$
                'sha256', pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(r.content, 'UTF8')), 'hex'),
                'bytes', pg_catalog.octet_length(r.content), 'agent_id', p_agent_id)),
            p_now
-    from rows from (pg_catalog.unnest(p_contents), pg_catalog.unnest(p_rules)) as r(content, rule)
+    from rows from (pg_catalog.unnest(p_contents), pg_catalog.unnest(p_rules)) as r(content, rule);
+end
 $$;
 
 comment on function pgmem._reject(text, text, text[], text[], text, timestamptz) is

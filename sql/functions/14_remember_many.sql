@@ -217,146 +217,153 @@ begin
     join pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i) on e.i = b.item
     where b.rejected_rule is not null;
 
-    update pg_temp._pgmem_batch as b
-    set exact_id = m.memory_id
-    from pgmem.memories as m
-    where b.rejected_rule is null
-      and m.tenant_id = v_tenant and m.subject = b.subject and m.status = 'active' and m.content_hash = b.content_hash;
+    -- On a Citus cluster every item goes the one-by-one way: the set-based
+    -- statements join this session's temporary table with distributed tables,
+    -- which Citus cannot plan (docs/scaling.md). Same decisions, by the above.
+    if pgmem._distributed() then
+        update pg_temp._pgmem_batch as b set meets_batch = true where b.rejected_rule is null;
+    else
+        update pg_temp._pgmem_batch as b
+        set exact_id = m.memory_id
+        from pgmem.memories as m
+        where b.rejected_rule is null
+          and m.tenant_id = v_tenant and m.subject = b.subject and m.status = 'active' and m.content_hash = b.content_hash;
 
-    -- Nearest active row within merge_threshold; each subject's rows are read once.
-    update pg_temp._pgmem_batch as b
-    set near_id = n.memory_id, near_similarity = n.similarity
-    from (select distinct on (x.item) x.item, m.memory_id,
-                 (1 - (m.embedding OPERATOR(public.<=>) x.embedding))::real as similarity
-          from (select distinct c.subject from pg_temp._pgmem_batch as c where c.rejected_rule is null) as s
-          cross join lateral (
-              select m.memory_id, m.embedding from pgmem.memories as m
-              where m.tenant_id = v_tenant and m.subject = s.subject and m.status = 'active'
-                and m.embedding is not null
-              offset 0) as m
-          join pg_temp._pgmem_batch as x
-            on x.subject = s.subject and x.rejected_rule is null and x.embedding is not null
-           and (1 - (m.embedding OPERATOR(public.<=>) x.embedding))::real >= v_settings.merge_threshold
-           -- NaN (a degenerate stored vector) passes >=: it is no match.
-           and (m.embedding OPERATOR(public.<=>) x.embedding) <> 'NaN'::double precision
-          order by x.item, m.embedding OPERATOR(public.<=>) x.embedding, m.memory_id) as n
-    where n.item = b.item;
+        -- Nearest active row within merge_threshold; each subject's rows are read once.
+        update pg_temp._pgmem_batch as b
+        set near_id = n.memory_id, near_similarity = n.similarity
+        from (select distinct on (x.item) x.item, m.memory_id,
+                     (1 - (m.embedding OPERATOR(public.<=>) x.embedding))::real as similarity
+              from (select distinct c.subject from pg_temp._pgmem_batch as c where c.rejected_rule is null) as s
+              cross join lateral (
+                  select m.memory_id, m.embedding from pgmem.memories as m
+                  where m.tenant_id = v_tenant and m.subject = s.subject and m.status = 'active'
+                    and m.embedding is not null
+                  offset 0) as m
+              join pg_temp._pgmem_batch as x
+                on x.subject = s.subject and x.rejected_rule is null and x.embedding is not null
+               and (1 - (m.embedding OPERATOR(public.<=>) x.embedding))::real >= v_settings.merge_threshold
+               -- NaN (a degenerate stored vector) passes >=: it is no match.
+               and (m.embedding OPERATOR(public.<=>) x.embedding) <> 'NaN'::double precision
+              order by x.item, m.embedding OPERATOR(public.<=>) x.embedding, m.memory_id) as n
+        where n.item = b.item;
 
-    update pg_temp._pgmem_batch as b
-    set meets_batch = true
-    where b.rejected_rule is null
-      and (b.twins_in_batch
-           -- within merge_threshold of another item (a hash join on subject)
-           or b.item in (select n.item
-                         from pg_temp._pgmem_batch as n
-                         join pg_temp._pgmem_batch as o
-                           on o.subject = n.subject and o.item <> n.item and o.rejected_rule is null
-                          and o.embedding is not null
-                          and (1 - (o.embedding OPERATOR(public.<=>) n.embedding))::real
-                              >= v_settings.merge_threshold
-                          and (o.embedding OPERATOR(public.<=>) n.embedding) <> 'NaN'::double precision
-                         where n.rejected_rule is null and n.embedding is not null)
-           -- its triple key is active already: reinforce or supersede
-           or (b.triple_predicate is not null
-               and exists (select from pgmem.memories as m
-                           where m.tenant_id = v_tenant and m.subject = b.subject and m.status = 'active'
-                             and m.triple_predicate is not null
-                             and pg_catalog.lower(m.triple_predicate) = pg_catalog.lower(b.triple_predicate)
-                             and pg_catalog.lower(m.triple_subject) = pg_catalog.lower(b.triple_subject)))
-           -- its match may be superseded by a triple of the batch
-           or b.exact_id in (select m.memory_id from pg_temp._pgmem_batch as t
-                             join pgmem.memories as m
-                               on m.tenant_id = v_tenant and m.subject = t.subject and m.status = 'active'
-                              and pg_catalog.lower(m.triple_predicate) = pg_catalog.lower(t.triple_predicate)
-                              and pg_catalog.lower(m.triple_subject) = pg_catalog.lower(t.triple_subject)
-                             where t.rejected_rule is null and t.triple_predicate is not null)
-           or b.near_id in (select m.memory_id from pg_temp._pgmem_batch as t
-                            join pgmem.memories as m
-                              on m.tenant_id = v_tenant and m.subject = t.subject and m.status = 'active'
-                             and pg_catalog.lower(m.triple_predicate) = pg_catalog.lower(t.triple_predicate)
-                             and pg_catalog.lower(m.triple_subject) = pg_catalog.lower(t.triple_subject)
-                            where t.rejected_rule is null and t.triple_predicate is not null));
+        update pg_temp._pgmem_batch as b
+        set meets_batch = true
+        where b.rejected_rule is null
+          and (b.twins_in_batch
+               -- within merge_threshold of another item (a hash join on subject)
+               or b.item in (select n.item
+                             from pg_temp._pgmem_batch as n
+                             join pg_temp._pgmem_batch as o
+                               on o.subject = n.subject and o.item <> n.item and o.rejected_rule is null
+                              and o.embedding is not null
+                              and (1 - (o.embedding OPERATOR(public.<=>) n.embedding))::real
+                                  >= v_settings.merge_threshold
+                              and (o.embedding OPERATOR(public.<=>) n.embedding) <> 'NaN'::double precision
+                             where n.rejected_rule is null and n.embedding is not null)
+               -- its triple key is active already: reinforce or supersede
+               or (b.triple_predicate is not null
+                   and exists (select from pgmem.memories as m
+                               where m.tenant_id = v_tenant and m.subject = b.subject and m.status = 'active'
+                                 and m.triple_predicate is not null
+                                 and pg_catalog.lower(m.triple_predicate) = pg_catalog.lower(b.triple_predicate)
+                                 and pg_catalog.lower(m.triple_subject) = pg_catalog.lower(b.triple_subject)))
+               -- its match may be superseded by a triple of the batch
+               or b.exact_id in (select m.memory_id from pg_temp._pgmem_batch as t
+                                 join pgmem.memories as m
+                                   on m.tenant_id = v_tenant and m.subject = t.subject and m.status = 'active'
+                                  and pg_catalog.lower(m.triple_predicate) = pg_catalog.lower(t.triple_predicate)
+                                  and pg_catalog.lower(m.triple_subject) = pg_catalog.lower(t.triple_subject)
+                                 where t.rejected_rule is null and t.triple_predicate is not null)
+               or b.near_id in (select m.memory_id from pg_temp._pgmem_batch as t
+                                join pgmem.memories as m
+                                  on m.tenant_id = v_tenant and m.subject = t.subject and m.status = 'active'
+                                 and pg_catalog.lower(m.triple_predicate) = pg_catalog.lower(t.triple_predicate)
+                                 and pg_catalog.lower(m.triple_subject) = pg_catalog.lower(t.triple_subject)
+                                where t.rejected_rule is null and t.triple_predicate is not null));
 
-    -- The same decision as _remember_decide (pgmem._write_action), for the
-    -- independent items: no triple key of theirs is active.
-    update pg_temp._pgmem_batch as b
-    set action = d.action,
-        memory_id = case d.action when 'reinforced' then b.exact_id when 'deduplicated' then b.near_id end,
-        related_id = case d.action when 'merge_pending' then b.near_id end,
-        similarity = case d.action when 'reinforced' then 1 when 'inserted' then null else b.near_similarity end
-    from pg_temp._pgmem_batch as x
-    cross join lateral (
-        select pgmem._write_action(v_settings, x.exact_id is not null, null, x.near_similarity) as action) as d
-    where x.item = b.item and b.rejected_rule is null and not b.meets_batch;
+        -- The same decision as _remember_decide (pgmem._write_action), for the
+        -- independent items: no triple key of theirs is active.
+        update pg_temp._pgmem_batch as b
+        set action = d.action,
+            memory_id = case d.action when 'reinforced' then b.exact_id when 'deduplicated' then b.near_id end,
+            related_id = case d.action when 'merge_pending' then b.near_id end,
+            similarity = case d.action when 'reinforced' then 1 when 'inserted' then null else b.near_similarity end
+        from pg_temp._pgmem_batch as x
+        cross join lateral (
+            select pgmem._write_action(v_settings, x.exact_id is not null, null, x.near_similarity) as action) as d
+        where x.item = b.item and b.rejected_rule is null and not b.meets_batch;
 
-    update pgmem.memories as m
-    set access_count = m.access_count + r.n,
-        last_accessed_at = greatest(m.last_accessed_at, v_now),
-        importance = greatest(m.importance, r.importance),
-        embedding = coalesce(m.embedding, r.embedding),
-        updated_at = v_now
-    from (select b.memory_id, pg_catalog.count(*) as n, pg_catalog.max(b.importance) as importance,
-                 (pg_catalog.array_agg(b.embedding order by b.item) filter (where b.embedding is not null))[1]
-                     as embedding
-          from pg_temp._pgmem_batch as b
-          where b.action in ('reinforced', 'deduplicated')
-          group by b.memory_id) as r
-    where m.tenant_id = v_tenant and m.memory_id = r.memory_id;
+        update pgmem.memories as m
+        set access_count = m.access_count + r.n,
+            last_accessed_at = greatest(m.last_accessed_at, v_now),
+            importance = greatest(m.importance, r.importance),
+            embedding = coalesce(m.embedding, r.embedding),
+            updated_at = v_now
+        from (select b.memory_id, pg_catalog.count(*) as n, pg_catalog.max(b.importance) as importance,
+                     (pg_catalog.array_agg(b.embedding order by b.item) filter (where b.embedding is not null))[1]
+                         as embedding
+              from pg_temp._pgmem_batch as b
+              where b.action in ('reinforced', 'deduplicated')
+              group by b.memory_id) as r
+        where m.tenant_id = v_tenant and m.memory_id = r.memory_id;
 
-    insert into pgmem.memory_events (tenant_id, memory_id, subject, event, old_content, new_content, details,
-                                     created_at)
-    select v_tenant, b.memory_id, b.subject,
-           case b.action when 'deduplicated' then 'deduplicate' else 'reinforce' end,
-           case b.action when 'deduplicated' then m.content end,
-           case b.action when 'deduplicated' then b.content end,
-           pgmem._write_details(b.redacted, b.agent_id) || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
-               'match', case b.action when 'deduplicated' then 'embedding' else 'content' end,
-               'similarity', case b.action when 'deduplicated' then b.similarity end)),
-           v_now
-    from pg_temp._pgmem_batch as b
-    join pgmem.memories as m on m.tenant_id = v_tenant and m.memory_id = b.memory_id
-    where b.action in ('reinforced', 'deduplicated')
-    order by b.item;
+        insert into pgmem.memory_events (tenant_id, memory_id, subject, event, old_content, new_content, details,
+                                         created_at)
+        select v_tenant, b.memory_id, b.subject,
+               case b.action when 'deduplicated' then 'deduplicate' else 'reinforce' end,
+               case b.action when 'deduplicated' then m.content end,
+               case b.action when 'deduplicated' then b.content end,
+               pgmem._write_details(b.redacted, b.agent_id) || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                   'match', case b.action when 'deduplicated' then 'embedding' else 'content' end,
+                   'similarity', case b.action when 'deduplicated' then b.similarity end)),
+               v_now
+        from pg_temp._pgmem_batch as b
+        join pgmem.memories as m on m.tenant_id = v_tenant and m.memory_id = b.memory_id
+        where b.action in ('reinforced', 'deduplicated')
+        order by b.item;
 
-    with inserted as (
-        insert into pgmem.memories as m (tenant_id, subject, agent_id, session_id, kind, content, embedding,
-                                         importance, source, triple_subject, triple_predicate, triple_object,
-                                         valid_from, status_changed_at, last_accessed_at, metadata, created_at,
-                                         updated_at)
-        select v_tenant, b.subject, b.agent_id, b.session_id, b.kind, b.content, b.embedding, b.importance, b.source,
-               b.triple_subject, b.triple_predicate, b.triple_object, b.valid_from, v_now, v_now, b.metadata, v_now,
+        with inserted as (
+            insert into pgmem.memories as m (tenant_id, subject, agent_id, session_id, kind, content, embedding,
+                                             importance, source, triple_subject, triple_predicate, triple_object,
+                                             valid_from, status_changed_at, last_accessed_at, metadata, created_at,
+                                             updated_at)
+            select v_tenant, b.subject, b.agent_id, b.session_id, b.kind, b.content, b.embedding, b.importance, b.source,
+                   b.triple_subject, b.triple_predicate, b.triple_object, b.valid_from, v_now, v_now, b.metadata, v_now,
+                   v_now
+            from pg_temp._pgmem_batch as b
+            where b.action in ('inserted', 'merge_pending')
+            order by b.item
+            returning m.memory_id, m.subject, m.content_hash
+        )
+        -- (subject, content_hash) is unique among these items: twins meet the batch.
+        update pg_temp._pgmem_batch as b
+        set memory_id = i.memory_id
+        from inserted as i
+        where b.subject = i.subject and b.content_hash = i.content_hash and b.action in ('inserted', 'merge_pending');
+
+        insert into pgmem.memory_events (tenant_id, memory_id, subject, event, new_content, details, created_at)
+        select v_tenant, b.memory_id, b.subject, 'insert', b.content,
+               pgmem._write_details(b.redacted, b.agent_id) || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                   'action', b.action, 'related_id', b.related_id,
+                   'similarity', b.similarity)),
                v_now
         from pg_temp._pgmem_batch as b
         where b.action in ('inserted', 'merge_pending')
-        order by b.item
-        returning m.memory_id, m.subject, m.content_hash
-    )
-    -- (subject, content_hash) is unique among these items: twins meet the batch.
-    update pg_temp._pgmem_batch as b
-    set memory_id = i.memory_id
-    from inserted as i
-    where b.subject = i.subject and b.content_hash = i.content_hash and b.action in ('inserted', 'merge_pending');
+        order by b.item;
 
-    insert into pgmem.memory_events (tenant_id, memory_id, subject, event, new_content, details, created_at)
-    select v_tenant, b.memory_id, b.subject, 'insert', b.content,
-           pgmem._write_details(b.redacted, b.agent_id) || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
-               'action', b.action, 'related_id', b.related_id,
-               'similarity', b.similarity)),
-           v_now
-    from pg_temp._pgmem_batch as b
-    where b.action in ('inserted', 'merge_pending')
-    order by b.item;
-
-    insert into pgmem.inbox (tenant_id, job, subject, session_id, agent_id, payload, available_at, created_at)
-    select v_tenant, 'merge', b.subject, b.session_id, b.agent_id,
-           pg_catalog.jsonb_build_object('memory_id', b.memory_id, 'related_id', b.related_id,
-                                         'similarity', b.similarity),
-           v_now, v_now
-    from pg_temp._pgmem_batch as b
-    where b.action = 'merge_pending'
-    order by b.item;
-    if found then
-        perform pg_catalog.pg_notify('pgmem_inbox', '');  -- no tenant: any role may LISTEN
+        insert into pgmem.inbox (tenant_id, job, subject, session_id, agent_id, payload, available_at, created_at)
+        select v_tenant, 'merge', b.subject, b.session_id, b.agent_id,
+               pg_catalog.jsonb_build_object('memory_id', b.memory_id, 'related_id', b.related_id,
+                                             'similarity', b.similarity),
+               v_now, v_now
+        from pg_temp._pgmem_batch as b
+        where b.action = 'merge_pending'
+        order by b.item;
+        if found then
+            perform pg_catalog.pg_notify('pgmem_inbox', '');  -- no tenant: any role may LISTEN
+        end if;
     end if;
 
     -- Items that meet the batch, one by one in item order.

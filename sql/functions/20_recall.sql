@@ -382,26 +382,36 @@ comment on function pgmem._recall(text, text, public.vector, integer, text[], te
 
 create or replace function pgmem._reinforce(p_memory_ids bigint[], p_now timestamptz default null)
 returns integer
-language sql
+language plpgsql
 volatile
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    -- A variable, not the call in the WHERE clause: Citus routes the
+    -- statement to the tenant's shard by it (docs/scaling.md).
+    v_tenant text := pgmem._require_tenant();
+    -- Citus refuses non-immutable calls inside COALESCE in a modification.
+    v_now timestamptz := coalesce(p_now, pg_catalog.now());
+    v_count integer;
+begin
     -- SKIP LOCKED: a recall never waits for a writer or a maintenance pass
     -- holding the row; that access simply goes uncounted. Rows lock in
     -- key order (index scan over the sorted array), so recalls cannot deadlock.
     with touched as (
         update pgmem.memories as m
         set access_count = m.access_count + 1,
-            last_accessed_at = greatest(m.last_accessed_at, coalesce(p_now, pg_catalog.now()))
+            last_accessed_at = greatest(m.last_accessed_at, v_now)
         from (select l.tenant_id, l.memory_id
               from pgmem.memories as l
-              where l.tenant_id = pgmem._require_tenant() and l.memory_id = any(p_memory_ids)
+              where l.tenant_id = v_tenant and l.memory_id = any(p_memory_ids)
               for no key update skip locked) as l
-        where m.tenant_id = l.tenant_id and m.memory_id = l.memory_id
+        where m.tenant_id = v_tenant and m.memory_id = l.memory_id
         returning 1
     )
-    select pg_catalog.count(*)::integer from touched
+    select pg_catalog.count(*)::integer into v_count from touched;
+    return v_count;
+end
 $$;
 
 comment on function pgmem._reinforce(bigint[], timestamptz) is

@@ -16,18 +16,26 @@ returns table (
     last_accessed_at timestamptz, expires_at timestamptz, metadata jsonb, created_at timestamptz,
     updated_at timestamptz, embedded boolean
 )
-language sql
+language plpgsql
 stable
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    -- A variable, not a subquery: Citus routes the statement to the
+    -- tenant's shard by it, and plans no SQL function with parameters
+    -- (docs/scaling.md).
+    v_tenant text := pgmem._require_tenant();
+begin
+    return query
     select m.memory_id, m.subject, m.agent_id, m.session_id, m.kind, m.content, m.importance,
            m.effective_importance, m.confidence, m.source, m.triple_subject, m.triple_predicate,
            m.triple_object, m.valid_from, m.valid_to, m.status, m.status_changed_at, m.pinned,
            m.access_count, m.last_accessed_at, m.expires_at, m.metadata, m.created_at, m.updated_at,
            m.embedding is not null
     from pgmem.memories as m
-    where m.tenant_id = (select pgmem._require_tenant()) and m.memory_id = p_memory_id
+    where m.tenant_id = v_tenant and m.memory_id = p_memory_id;
+end
 $$;
 
 comment on function pgmem.get_memory(bigint) is
@@ -50,17 +58,24 @@ returns table (
     status text, pinned boolean, access_count integer, last_accessed_at timestamptz,
     metadata jsonb, created_at timestamptz, updated_at timestamptz
 )
-language sql
+language plpgsql
 stable
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    -- A variable, not a subquery: Citus routes the statement to the
+    -- tenant's shard by it, and plans no SQL function with parameters
+    -- (docs/scaling.md).
+    v_tenant text := pgmem._require_tenant();
+begin
+    return query
     select m.memory_id, m.subject, m.agent_id, m.session_id, m.kind, m.content, m.importance,
            m.effective_importance, m.source, m.triple_subject, m.triple_predicate, m.triple_object,
            m.valid_from, m.valid_to, m.status, m.pinned, m.access_count, m.last_accessed_at,
            m.metadata, m.created_at, m.updated_at
     from pgmem.memories as m
-    where m.tenant_id = (select pgmem._require_tenant())
+    where m.tenant_id = v_tenant
       and (p_subject is null or m.subject = p_subject)
       and (p_statuses is null or m.status = any (p_statuses))
       and (p_kinds is null or m.kind = any (p_kinds))
@@ -68,7 +83,8 @@ as $$
       and (p_agent_id is null or m.agent_id = p_agent_id)
       and (p_metadata is null or m.metadata @> p_metadata)
     order by m.memory_id desc
-    limit p_limit offset p_offset
+    limit p_limit offset p_offset;
+end
 $$;
 
 comment on function pgmem.list_memories(text, text[], text[], text, text, jsonb, integer, integer) is
@@ -80,16 +96,24 @@ returns table (
     event_id bigint, memory_id bigint, subject text, event text, actor text, old_content text,
     new_content text, details jsonb, created_at timestamptz
 )
-language sql
+language plpgsql
 stable
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    -- A variable, not a subquery: Citus routes the statement to the
+    -- tenant's shard by it, and plans no SQL function with parameters
+    -- (docs/scaling.md).
+    v_tenant text := pgmem._require_tenant();
+begin
+    return query
     select e.event_id, e.memory_id, e.subject, e.event, e.actor, e.old_content, e.new_content,
            e.details, e.created_at
     from pgmem.memory_events as e
-    where e.tenant_id = (select pgmem._require_tenant()) and e.memory_id = p_memory_id
-    order by e.created_at, e.event_id
+    where e.tenant_id = v_tenant and e.memory_id = p_memory_id
+    order by e.created_at, e.event_id;
+end
 $$;
 
 comment on function pgmem.history(bigint) is
@@ -101,16 +125,24 @@ create or replace function pgmem.subject_events(p_subject text, p_event text def
 returns table (
     event_id bigint, memory_id bigint, event text, actor text, details jsonb, created_at timestamptz
 )
-language sql
+language plpgsql
 stable
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    -- A variable, not a subquery: Citus routes the statement to the
+    -- tenant's shard by it, and plans no SQL function with parameters
+    -- (docs/scaling.md).
+    v_tenant text := pgmem._require_tenant();
+begin
+    return query
     select e.event_id, e.memory_id, e.event, e.actor, e.details, e.created_at
     from pgmem.memory_events as e
-    where e.tenant_id = (select pgmem._require_tenant()) and e.subject = p_subject
+    where e.tenant_id = v_tenant and e.subject = p_subject
       and (p_event is null or e.event = p_event)
-    order by e.created_at, e.event_id
+    order by e.created_at, e.event_id;
+end
 $$;
 
 comment on function pgmem.subject_events(text, text) is
@@ -118,16 +150,25 @@ comment on function pgmem.subject_events(text, text) is
 
 create or replace function pgmem.count_memories(p_subject text default null, p_statuses text[] default null)
 returns bigint
-language sql
+language plpgsql
 stable
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    select pg_catalog.count(*)
-    from pgmem.memories as m
-    where m.tenant_id = (select pgmem._require_tenant())
-      and (p_subject is null or m.subject = p_subject)
-      and (p_statuses is null or m.status = any (p_statuses))
+declare
+    -- A variable, not a subquery: Citus routes the statement to the
+    -- tenant's shard by it, and plans no SQL function with parameters
+    -- (docs/scaling.md).
+    v_tenant text := pgmem._require_tenant();
+begin
+    return (
+        select pg_catalog.count(*)
+        from pgmem.memories as m
+        where m.tenant_id = v_tenant
+          and (p_subject is null or m.subject = p_subject)
+          and (p_statuses is null or m.status = any (p_statuses))
+    );
+end
 $$;
 
 comment on function pgmem.count_memories(text, text[]) is
@@ -144,21 +185,29 @@ returns table (
     access_count integer, last_accessed_at timestamptz, expires_at timestamptz, metadata jsonb,
     created_at timestamptz, updated_at timestamptz
 )
-language sql
+language plpgsql
 stable
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    -- A variable, not a subquery: Citus routes the statement to the
+    -- tenant's shard by it, and plans no SQL function with parameters
+    -- (docs/scaling.md).
+    v_tenant text := pgmem._require_tenant();
+begin
+    return query
     select m.memory_id, m.subject, m.agent_id, m.session_id, m.kind, m.content,
            m.embedding::real[], m.importance, m.effective_importance, m.confidence,
            m.source, m.triple_subject, m.triple_predicate, m.triple_object, m.valid_from,
            m.valid_to, m.status, m.status_changed_at, m.pinned, m.access_count,
            m.last_accessed_at, m.expires_at, m.metadata, m.created_at, m.updated_at
     from pgmem.memories as m
-    where m.tenant_id = (select pgmem._require_tenant())
+    where m.tenant_id = v_tenant
       and (p_subject is null or m.subject = p_subject)
       and (p_statuses is null or m.status = any (p_statuses))
-    order by m.memory_id
+    order by m.memory_id;
+end
 $$;
 
 comment on function pgmem.export_memories(text, text[]) is

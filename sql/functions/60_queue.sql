@@ -66,20 +66,29 @@ comment on function pgmem.enqueue(text, jsonb, text, text, jsonb, timestamptz) i
 
 create or replace function pgmem.claim_jobs(p_limit integer default 16, p_now timestamptz default null)
 returns setof pgmem.inbox
-language sql
+language plpgsql
 volatile
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    v_tenant text := pgmem.current_tenant();
+begin
     -- Rows stay locked until the caller's transaction ends: the caller
     -- marks them done or failed in that same transaction. RLS applies: a
     -- BYPASSRLS worker serves every tenant, a tenant-bound one its own.
+    -- The bound tenant is also named in the WHERE clause (RLS filters the
+    -- same rows): on Citus that routes the locking read to the tenant's shard,
+    -- where a multi-shard FOR UPDATE is refused (docs/scaling.md).
+    return query
     select i.*
     from pgmem.inbox as i
     where i.status = 'pending' and i.available_at <= coalesce(p_now, pg_catalog.now())
+      and (v_tenant is null or i.tenant_id = v_tenant)
     order by i.available_at, i.inbox_id
     limit greatest(p_limit, 1)
-    for update skip locked
+    for update skip locked;
+end
 $$;
 
 comment on function pgmem.claim_jobs(integer, timestamptz) is
@@ -87,15 +96,19 @@ comment on function pgmem.claim_jobs(integer, timestamptz) is
 
 create or replace function pgmem.finish_job(p_tenant text, p_inbox_id bigint, p_result jsonb default '{}')
 returns void
-language sql
+language plpgsql
 volatile
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+begin
+    -- PL/pgSQL, not SQL: Citus plans no SQL-language function that passes
+    -- parameters to a distributed table (docs/scaling.md).
     update pgmem.inbox as i
     set status = 'done', finished_at = pg_catalog.now(), attempts = i.attempts + 1,
         payload = i.payload || pg_catalog.jsonb_build_object('result', p_result)
-    where i.tenant_id = p_tenant and i.inbox_id = p_inbox_id
+    where i.tenant_id = p_tenant and i.inbox_id = p_inbox_id;
+end
 $$;
 
 comment on function pgmem.finish_job(text, bigint, jsonb) is
@@ -109,11 +122,16 @@ create or replace function pgmem.fail_job(
     p_now timestamptz default null
 )
 returns text
-language sql
+language plpgsql
 volatile
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    -- Citus refuses non-immutable calls inside COALESCE in a modification.
+    v_now timestamptz := coalesce(p_now, pg_catalog.now());
+    v_status text;
+begin
     -- Exponential backoff (2, 4, 8… seconds, capped at an hour); after
     -- p_max_attempts the job is kept as failed with its error, never dropped.
     update pgmem.inbox as i
@@ -121,10 +139,11 @@ as $$
         last_error = pg_catalog.left(p_error, 2000),
         status = case when i.attempts + 1 >= p_max_attempts then 'failed' else 'pending' end,
         finished_at = case when i.attempts + 1 >= p_max_attempts then pg_catalog.now() end,
-        available_at = coalesce(p_now, pg_catalog.now())
-                       + pg_catalog.make_interval(secs => least(pg_catalog.power(2, i.attempts + 1), 3600))
+        available_at = v_now + pg_catalog.make_interval(secs => least(pg_catalog.power(2, i.attempts + 1), 3600))
     where i.tenant_id = p_tenant and i.inbox_id = p_inbox_id
-    returning i.status
+    returning i.status into v_status;
+    return v_status;
+end
 $$;
 
 comment on function pgmem.fail_job(text, bigint, text, integer, timestamptz) is
@@ -132,18 +151,25 @@ comment on function pgmem.fail_job(text, bigint, text, integer, timestamptz) is
 
 create or replace function pgmem.retry_failed_jobs(p_inbox_id bigint default null)
 returns bigint
-language sql
+language plpgsql
 volatile
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    v_count bigint;
+begin
+    -- PL/pgSQL, not SQL: Citus plans no SQL-language function that passes
+    -- parameters to a distributed table (docs/scaling.md).
     with retried as (
         update pgmem.inbox as i
         set status = 'pending', attempts = 0, available_at = pg_catalog.now(), finished_at = null
         where i.status = 'failed' and (p_inbox_id is null or i.inbox_id = p_inbox_id)
         returning 1
     )
-    select pg_catalog.count(*) from retried
+    select pg_catalog.count(*) into v_count from retried;
+    return v_count;
+end
 $$;
 
 comment on function pgmem.retry_failed_jobs(bigint) is

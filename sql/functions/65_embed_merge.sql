@@ -15,22 +15,30 @@
 
 create or replace function pgmem.claim_unembedded(p_limit integer default 64)
 returns table (tenant_id text, memory_id bigint, subject text, content text)
-language sql
+language plpgsql
 volatile
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    v_tenant text := pgmem.current_tenant();
+begin
     -- FOR NO KEY UPDATE (what the UPDATE in set_embedding takes) keeps
     -- concurrent inserts of memory_links (foreign-key checks) unblocked;
     -- SKIP LOCKED lets several workers embed side by side. Rows stay locked
     -- until the caller's transaction ends. RLS applies: a BYPASSRLS worker
-    -- sees every tenant, a tenant-bound one its own.
+    -- sees every tenant, a tenant-bound one its own. The bound tenant is
+    -- named in the WHERE clause too: on Citus that routes the locking read to
+    -- the tenant's shard (docs/scaling.md).
+    return query
     select m.tenant_id, m.memory_id, m.subject, m.content
     from pgmem.memories as m
     where m.status = 'active' and m.embedding is null
+      and (v_tenant is null or m.tenant_id = v_tenant)
     order by m.memory_id
     limit greatest(p_limit, 1)
-    for no key update of m skip locked
+    for no key update of m skip locked;
+end
 $$;
 
 comment on function pgmem.claim_unembedded(integer) is

@@ -264,7 +264,7 @@ begin
                                  p_metadata || pg_catalog.jsonb_build_object('session_seq', v_seq), v_now);
     elsif v_due then
         -- Turns left the window: wake a worker to fold them (enqueue notifies itself).
-        perform pg_catalog.pg_notify('pgmem_inbox', v_tenant);
+        perform pg_catalog.pg_notify('pgmem_inbox', '');  -- no tenant: any role may LISTEN
     end if;
     return query select v_seq, v_inbox;
 end

@@ -48,3 +48,11 @@ revoke execute on function pgmem.doctor(text, integer, interval) from pgmem_app;
 grant execute on function pgmem.doctor(text, integer, interval) to pgmem_readonly;
 -- Procedures are outside "all functions": PUBLIC keeps EXECUTE unless revoked.
 revoke all on procedure pgmem.run_scheduled_job(text) from public;
+-- Citus (90_citus.sql): distributing is for whoever migrates (a superuser);
+-- the per-node view is for administrators and DBAs, who read every tenant.
+revoke execute on function
+    pgmem.distribute(),
+    pgmem.node_distribution(),
+    pgmem.move_tenant(text, text, integer)
+from pgmem_app;
+grant execute on function pgmem.node_distribution(), pgmem._require_citus() to pgmem_readonly;
