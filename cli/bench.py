@@ -22,8 +22,7 @@ from pgmem.cli.common import (
     steps,
 )
 from pgmem.lab import bench as benchmark
-from pgmem.lab import citus_bench
-from pgmem.lab import layers_bench
+from pgmem.lab import citus_bench, layers_bench
 
 
 def bench(
@@ -286,7 +285,7 @@ def _bench_citus(
     dsn: str | None, tenants: int, per_tenant: int, queries: int, as_json: bool
 ) -> None:
     coordinator = dsn_for(dsn)
-    with database_errors():
+    with database_errors(dsn), steps(quiet=as_json) as progress:
         if not citus.has_citus(coordinator):
             raise fail(
                 "--citus needs a Citus coordinator: `pgmem db start --citus 2`, `pgmem migrate`"
@@ -296,7 +295,7 @@ def _bench_citus(
             tenants=tenants,
             per_tenant=per_tenant,
             queries=queries,
-            say=lambda m: err_console.print(f"[dim]{m}[/dim]", highlight=False),
+            say=progress,
         )
     if as_json:
         json.dump(asdict(result), sys.stdout, indent=2)
