@@ -270,31 +270,12 @@ declare
     v_counts jsonb;
     v_memories bigint;
 begin
-    perform
-    from pgmem.subjects as s
-    where s.tenant_id = v_tenant and s.subject = p_subject
-    for update;
-    if not found then
+    -- With the owner's rights: app roles hold no DELETE privilege (71_owner_writes.sql).
+    v_counts := pgmem._erase_subject_rows(v_tenant, p_subject, v_now);
+    if v_counts is null then
         return 0;  -- nothing about this subject (any more): erasing twice is not an error
     end if;
-    select pg_catalog.jsonb_build_object(
-               'memories', (select pg_catalog.count(*) from pgmem.memories as m
-                            where m.tenant_id = v_tenant and m.subject = p_subject),
-               'events', (select pg_catalog.count(*) from pgmem.memory_events as e
-                          where e.tenant_id = v_tenant and e.subject = p_subject),
-               'inbox', (select pg_catalog.count(*) from pgmem.inbox as i
-                         where i.tenant_id = v_tenant and i.subject = p_subject))
-    into v_counts;
     v_memories := (v_counts ->> 'memories')::bigint;
-    -- Every row about the subject hangs off its subjects row (foreign keys
-    -- ON DELETE CASCADE): memories, their links in both directions, events
-    -- and inbox jobs go with it, whatever the app role may delete itself.
-    -- With the owner's rights: app roles hold no DELETE privilege (71_owner_writes.sql).
-    perform pgmem._delete_subject(v_tenant, p_subject);
-    -- The tombstone names neither the subject nor any content: only that an
-    -- erasure happened, when, by whom and how much it removed.
-    insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
-    values (v_tenant, null, null, 'erase', v_counts, v_now);
     return v_memories;
 end
 $$;

@@ -373,7 +373,11 @@ comment on function pgmem.close_session(text, text, timestamptz) is
     'Closes a session (its turns are purged session_retention after closing; the next append reopens it). '
     'True if it was open.';
 
-create or replace function pgmem._fold_through(p_tenant text, p_subject text, p_session_id text, p_settings pgmem.settings)
+-- Takes the two window settings, not the settings row: on Citus the call runs
+-- on a worker, where a reference table's row type is its shard's.
+create or replace function pgmem._fold_through(
+    p_tenant text, p_subject text, p_session_id text, p_window_turns integer, p_window_tokens integer
+)
 returns bigint
 language sql
 stable
@@ -384,11 +388,11 @@ as $$
     -- oldest optional unit (all turns when it keeps none).
     select coalesce(pg_catalog.min(u.unit_seq) filter (where u.chosen and not u.mandatory) - 1,
                     pg_catalog.max(u.unit_seq))
-    from pgmem._window_units(p_tenant, p_subject, p_session_id, p_settings.window_turns,
-                             p_settings.window_tokens, 'recency') as u
+    from pgmem._window_units(p_tenant, p_subject, p_session_id, p_window_turns,
+                             p_window_tokens, 'recency') as u
 $$;
 
-comment on function pgmem._fold_through(text, text, text, pgmem.settings) is
+comment on function pgmem._fold_through(text, text, text, integer, integer) is
     'Highest turn that has left the recency window of a session: the rolling summary should reach it (internal).';
 
 create or replace function pgmem.claim_folds(
@@ -408,23 +412,27 @@ as $$
 #variable_conflict use_column
 declare
     v_now timestamptz := coalesce(p_now, pg_catalog.now());
+    v_tenant text := pgmem.current_tenant();
 begin
     -- A lease, not a lock held during the LLM call: appends keep going while
     -- a worker summarizes, and a crashed worker's lease simply runs out.
+    -- The bound tenant is named in the WHERE clause as in pgmem.claim_jobs:
+    -- on Citus that routes the locking read to the tenant's shard.
     return query
     with candidates as (
-        select s.tenant_id, s.subject, s.session_id, s.summarized_through, st
+        select s.tenant_id, s.subject, s.session_id, s.summarized_through, st.window_turns, st.window_tokens
         from pgmem.sessions as s
         join pgmem.settings as st on st.tenant_id = s.tenant_id
         where (s.unsummarized_turns > st.window_turns or s.unsummarized_tokens > st.window_tokens)
           and (s.fold_lease_until is null or s.fold_lease_until < v_now)
+          and (v_tenant is null or s.tenant_id = v_tenant)
         order by s.last_active_at
         limit greatest(p_limit, 1)
         for update of s skip locked
     ),
     due as (
         select c.tenant_id, c.subject, c.session_id, c.summarized_through,
-               pgmem._fold_through(c.tenant_id, c.subject, c.session_id, c.st) as through_seq
+               pgmem._fold_through(c.tenant_id, c.subject, c.session_id, c.window_turns, c.window_tokens) as through_seq
         from candidates as c
     ),
     leased as (
@@ -433,6 +441,7 @@ begin
         from due as d
         where s.tenant_id = d.tenant_id and s.subject = d.subject and s.session_id = d.session_id
           and d.through_seq > d.summarized_through
+          and (v_tenant is null or s.tenant_id = v_tenant)
         returning d.*
     )
     select l.tenant_id, l.subject, l.session_id, l.summarized_through + 1, l.through_seq,
@@ -441,12 +450,14 @@ begin
                         'seq', m.seq, 'role', m.role, 'content', m.content) order by m.seq), '[]')
             from pgmem.session_messages as m
             where m.tenant_id = l.tenant_id and m.subject = l.subject and m.session_id = l.session_id
+              and (v_tenant is null or m.tenant_id = v_tenant)
               and m.seq > l.summarized_through and m.seq <= l.through_seq
               and not (m.role = 'system' or m.protected))
     from leased as l
     left join lateral (
         select v.version, v.summary from pgmem.session_summaries as v
         where v.tenant_id = l.tenant_id and v.subject = l.subject and v.session_id = l.session_id
+          and (v_tenant is null or v.tenant_id = v_tenant)
         order by v.version desc limit 1
     ) as p on true;
 end

@@ -45,25 +45,53 @@ $$;
 comment on function pgmem._require_session_for(text) is
     'Raises 42501 unless the session may act for p_tenant (internal).';
 
-create or replace function pgmem._delete_subject(p_tenant text, p_subject text)
-returns void
+create or replace function pgmem._erase_subject_rows(p_tenant text, p_subject text, p_now timestamptz)
+returns jsonb
 language plpgsql
 volatile
 -- security definer: app roles hold no DELETE privilege (see the header).
+-- The lock, the counts, the delete and the tombstone are all here, with one
+-- role's rights: on Citus a transaction that modified a shard as the tenant
+-- role cannot go on to touch it as the owner (another connection), so
+-- nothing of the erasure may run as the caller.
 security definer
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    v_counts jsonb;
 begin
     perform pgmem._require_session_for(p_tenant);
     if p_tenant is null then
-        return;
+        return null;
     end if;
+    perform from pgmem.subjects as s
+    where s.tenant_id = p_tenant and s.subject = p_subject
+    for update;
+    if not found then
+        return null;
+    end if;
+    select pg_catalog.jsonb_build_object(
+               'memories', (select pg_catalog.count(*) from pgmem.memories as m
+                            where m.tenant_id = p_tenant and m.subject = p_subject),
+               'events', (select pg_catalog.count(*) from pgmem.memory_events as e
+                          where e.tenant_id = p_tenant and e.subject = p_subject),
+               'inbox', (select pg_catalog.count(*) from pgmem.inbox as i
+                         where i.tenant_id = p_tenant and i.subject = p_subject))
+    into v_counts;
+    -- Every row about the subject hangs off its subjects row (foreign keys
+    -- ON DELETE CASCADE): memories, their links in both directions, events,
+    -- inbox jobs, sessions and tasks go with it.
     delete from pgmem.subjects as s where s.tenant_id = p_tenant and s.subject = p_subject;
+    -- The tombstone names neither the subject nor any content: only that an
+    -- erasure happened, when, by whom (the session's role) and how much it removed.
+    insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, actor, created_at)
+    values (p_tenant, null, null, 'erase', v_counts, session_user, p_now);
+    return v_counts;
 end
 $$;
 
-comment on function pgmem._delete_subject(text, text) is
-    'Deletes a subject row (its memories, links, events and inbox rows cascade) with the owner''s rights, for a session that may act for the tenant (internal; pgmem.erase_subject).';
+comment on function pgmem._erase_subject_rows(text, text, timestamptz) is
+    'Locks, counts and deletes a subject row (its memories, links, events, inbox rows, sessions and tasks cascade) and writes the content-free erase tombstone, with the owner''s rights, for a session that may act for the tenant; NULL when the subject is unknown (internal; pgmem.erase_subject).';
 
 create or replace function pgmem._purge_rows(
     p_tenant text,
