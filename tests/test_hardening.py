@@ -337,7 +337,7 @@ def test_a_service_cannot_bind_an_unknown_tenant_with_set_config(
             remember(service, "alice", "likes tea", None)
 
 
-# ------------------------------------------------------------ session and task tables (revision 0005)
+# ------------------------------------------------------------ session and task tables (0005)
 
 LAYER_TABLES = ("sessions", "session_messages", "session_summaries", "tasks", "task_steps")
 
@@ -366,7 +366,9 @@ def test_a_tenant_cannot_lock_the_session_and_task_tables(
             other.execute("set lock_timeout = '2s'")
             for n in range(3):
                 other.execute("select pgmem.append_message('bob', 's', 'user', %s)", (f"turn {n}",))
-            assert other.execute("select count(*) from pgmem.session_window('bob', 's')").fetchone() == (3,)
+            assert other.execute(
+                "select count(*) from pgmem.session_window('bob', 's')"
+            ).fetchone() == (3,)
             task_id = other.execute(
                 """select pgmem.start_task('bob', 'book', '["find", "pay"]', 's')"""
             ).fetchone()[0]  # type: ignore[index]
@@ -411,7 +413,9 @@ def test_direct_turn_inserts_get_append_messages_checks(
 ) -> None:
     t = new_tenant()
     t.conn.execute("insert into pgmem.subjects (subject) values ('alice')")
-    t.conn.execute("insert into pgmem.sessions (subject, session_id, next_seq) values ('alice', 's', 10)")
+    t.conn.execute(
+        "insert into pgmem.sessions (subject, session_id, next_seq) values ('alice', 's', 10)"
+    )
     insert = (
         "insert into pgmem.session_messages (subject, session_id, seq, unit_seq, role, content,"
         " tokens, metadata) values ('alice', 's', %s, %s, %s, %s, %s, %s::jsonb)"
@@ -438,10 +442,12 @@ def test_direct_turn_inserts_get_append_messages_checks(
     )
     assert row[1] > 0  # type: ignore[index]
     # The write path stores the same: a turn's secrets never rest in the table.
-    t.conn.execute("select pgmem.append_message('alice', 's2', 'user', %s, p_extract => false)", (raw,))
-    assert t.conn.execute(
-        "select content from pgmem.session_window('alice', 's2')"
-    ).fetchall() == [("my password is [REDACTED:password] and [REDACTED:phone]",)]
+    t.conn.execute(
+        "select pgmem.append_message('alice', 's2', 'user', %s, p_extract => false)", (raw,)
+    )
+    assert t.conn.execute("select content from pgmem.session_window('alice', 's2')").fetchall() == [
+        ("my password is [REDACTED:password] and [REDACTED:phone]",)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -459,7 +465,11 @@ def test_direct_turn_inserts_get_append_messages_checks(
             " now() + interval '1 day')",
             "PM023",
         ),
-        ("select pgmem.set_task({task}, p_variables => jsonb_build_object('v', repeat('x', 70000)))", "PM023"),
+        (
+            "select pgmem.set_task({task},"
+            " p_variables => jsonb_build_object('v', repeat('x', 70000)))",
+            "PM023",
+        ),
         ("select pgmem.record_step({task}, 1, repeat('o', 70000))", "PM072"),
         (
             "insert into pgmem.task_steps (task_id, step, status, result)"
@@ -477,5 +487,7 @@ def test_task_text_and_json_have_size_limits(
     with raises_sqlstate(code):
         t.conn.execute(statement.format(task=task_id))
     # Nothing of the refused write stays; the task is as it was.
-    assert t.conn.execute("select status, variables from pgmem.tasks").fetchall() == [("running", {})]
+    assert t.conn.execute("select status, variables from pgmem.tasks").fetchall() == [
+        ("running", {})
+    ]
     assert t.conn.execute("select count(*) from pgmem.task_steps").fetchone() == (0,)

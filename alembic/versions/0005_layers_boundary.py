@@ -81,6 +81,8 @@ def downgrade() -> None:
     for table, columns in UPDATABLE.items():
         op.execute(f"revoke update ({columns}) on pgmem.{table} from pgmem_app")
     # As 0003 granted them.
-    op.execute("grant update, delete on pgmem.sessions, pgmem.session_messages, pgmem.tasks to pgmem_app")
+    op.execute(
+        "grant update, delete on pgmem.sessions, pgmem.session_messages, pgmem.tasks to pgmem_app"
+    )
     op.execute("grant delete on pgmem.session_summaries, pgmem.task_steps to pgmem_app")
     op.execute("reset role")
