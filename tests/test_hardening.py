@@ -491,3 +491,55 @@ def test_task_text_and_json_have_size_limits(
         ("running", {})
     ]
     assert t.conn.execute("select count(*) from pgmem.task_steps").fetchone() == (0,)
+
+
+def test_the_layer_delete_helpers_act_for_the_bound_tenant_only(
+    new_tenant: Callable[[], Tenant], db: Db
+) -> None:
+    """The owner-rights helpers are callable by app roles: asking for another
+    tenant, or for every tenant, is refused and deletes nothing."""
+    a, b = new_tenant(), new_tenant()
+    task_id = a.conn.execute("""select pgmem.start_task('alice', 'g', '["a"]')""").fetchone()[0]  # type: ignore[index]
+    a.conn.execute("select pgmem.record_step(%s, 1, 'ok')", (task_id,))
+    a.conn.execute("select pgmem.append_message('alice', 's', 'user', 'hi', p_extract => false)")
+    a.conn.execute("select pgmem.close_session('alice', 's', now() - interval '1 year')")
+    for call, args in (
+        ("select pgmem._clear_task_steps(array[%s], array[%s]::bigint[])", (a.name, task_id)),
+        ("select pgmem._delete_closed_turns(%s, now())", (a.name,)),
+        ("select pgmem._delete_closed_turns(null, now())", ()),
+    ):
+        with raises_sqlstate("42501"):
+            b.conn.execute(call, args)
+    assert db.admin.execute(
+        "select (select count(*) from pgmem.task_steps where tenant_id = %(t)s),"
+        " (select count(*) from pgmem.session_messages where tenant_id = %(t)s)",
+        {"t": a.name},
+    ).fetchone() == (1, 1)
+    # Its own: allowed (what finish_task and expire_sessions do).
+    assert a.conn.execute("select pgmem._delete_closed_turns(%s, now())", (a.name,)).fetchone() == (
+        1,
+    )
+
+
+def test_expiring_tasks_clears_their_steps_for_a_tenant_and_across_tenants(
+    new_tenant: Callable[[], Tenant], db: Db
+) -> None:
+    a, b, c = new_tenant(), new_tenant(), new_tenant()
+    for t in (a, b, c):
+        task_id = t.conn.execute(
+            """select pgmem.start_task('alice', 'g', '["a", "b"]', p_ttl => interval '1 hour')"""
+        ).fetchone()[0]  # type: ignore[index]
+        t.conn.execute("select pgmem.record_step(%s, 1, 'ok')", (task_id,))
+    later = "now() + interval '1 day'"
+    # A tenant expires its own tasks (its steps go with the owner's rights) ...
+    assert a.conn.execute(f"select pgmem.expire_tasks({later})").fetchone() == (1,)
+    # ... an administrator every tenant's in one call.
+    names = [b.name, c.name]
+    assert db.admin.execute(f"select pgmem.expire_tasks({later}) >= 2").fetchone() == (True,)
+    assert db.admin.execute(
+        "select count(*) from pgmem.tasks where tenant_id = any(%s) and outcome = 'expired'",
+        (names,),
+    ).fetchone() == (2,)
+    assert db.admin.execute(
+        "select count(*) from pgmem.task_steps where tenant_id = any(%s)", ([a.name, *names],)
+    ).fetchone() == (0,)

@@ -180,19 +180,22 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_tenant text;
-    v_count bigint;
+    v_ids bigint[];
+    v_deleted bigint;
+    v_count bigint := 0;
 begin
-    -- Parallel arrays: task p_task_ids[i] of tenant p_tenants[i].
-    for v_tenant in select distinct k.tenant_id from pg_catalog.unnest(p_tenants) as k(tenant_id) loop
+    -- Parallel arrays: task p_task_ids[i] of tenant p_tenants[i]. One delete
+    -- per tenant, the tenant in a variable (Citus routes it to one shard).
+    for v_tenant, v_ids in
+        select k.tenant_id, pg_catalog.array_agg(k.task_id)
+        from rows from (pg_catalog.unnest(p_tenants), pg_catalog.unnest(p_task_ids)) as k(tenant_id, task_id)
+        group by k.tenant_id
+    loop
         perform pgmem._require_session_for(v_tenant);
+        delete from pgmem.task_steps as s where s.tenant_id = v_tenant and s.task_id = any (v_ids);
+        get diagnostics v_deleted = row_count;
+        v_count := v_count + v_deleted;
     end loop;
-    with gone as (
-        delete from pgmem.task_steps as s
-        using rows from (pg_catalog.unnest(p_tenants), pg_catalog.unnest(p_task_ids)) as k(tenant_id, task_id)
-        where s.tenant_id = k.tenant_id and s.task_id = k.task_id
-        returning 1
-    )
-    select pg_catalog.count(*) into v_count from gone;
     return v_count;
 end
 $$;
