@@ -427,6 +427,16 @@ def test_direct_turn_inserts_get_append_messages_checks(
         ("user", "x" * 70_000, "{}", "PM072"),
         ("user", "hello", json.dumps({"x": "y" * 20_000}), "PM023"),
     ]
+    with raises_sqlstate("PM023"):
+        t.conn.execute(
+            "insert into pgmem.sessions (subject, session_id, agent_id) values ('alice', 'x', %s)",
+            ("a" * 257,),
+        )
+    with raises_sqlstate("PM023"):
+        t.conn.execute(
+            "select pgmem.append_message('alice', 'y', 'assistant', 'hi', p_agent_id => %s)",
+            ("a" * 257,),
+        )
     for seq, (role, content, metadata, code) in enumerate(cases, start=1):
         with raises_sqlstate(code):
             t.conn.execute(insert, (seq, seq, role, content, 0, metadata))

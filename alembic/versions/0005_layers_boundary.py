@@ -14,7 +14,8 @@ As 0002 did for the long-term tables:
   (sql/functions/71_owner_writes.sql); erase_subject already cascades from
   subjects with the owner's rights.
 - Row triggers (bodies in sql/functions/70_guards.sql) give direct writes
-  the write path's checks: turns get role, emptiness, max_turn_bytes,
+  the write path's checks: a session's agent id gets the 256-character
+  limit of the other tables; turns get role, emptiness, max_turn_bytes,
   metadata size, redaction and their token count; tasks and steps get size
   limits on their text and JSON.
 
@@ -52,6 +53,7 @@ as $$ begin return new; end $$;
 """
 
 TRIGGERS = {
+    "sessions": "_sessions_guard",
     "session_messages": "_session_messages_guard",
     "tasks": "_tasks_guard",
     "task_steps": "_task_steps_guard",

@@ -12,6 +12,8 @@
 --   writes, and the content columns are redacted.
 -- * inbox: an app role's payloads are size-checked (PM040) and redacted when
 --   written, so raw turns with secrets never rest in the queue.
+-- * sessions (revision 0005): agent_id 256 characters (PM023), redacted,
+--   as on memories and inbox.
 -- * session_messages (revision 0005): an app role's turn is checked as
 --   pgmem.append_message checks it (role PM071, empty PM011, max_turn_bytes
 --   PM072, metadata size PM023), its content and metadata strings are
@@ -180,6 +182,24 @@ $$;
 
 comment on function pgmem._inbox_guard() is
     'Row trigger on pgmem.inbox: for app roles, payload size (PM040), field lengths (PM023) and redaction of the payload, session and agent (internal).';
+
+create or replace function pgmem._sessions_guard()
+returns trigger
+language plpgsql
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if not pgmem._bypasses_rls() and (tg_op = 'INSERT' or new.agent_id is distinct from old.agent_id) then
+        perform pgmem._check_field_length('agent_id', new.agent_id, 256);
+        new.agent_id := pgmem.redact(new.agent_id);
+    end if;
+    return new;
+end
+$$;
+
+comment on function pgmem._sessions_guard() is
+    'Row trigger on pgmem.sessions: for app roles, agent_id within 256 characters (PM023) and redacted (internal).';
 
 create or replace function pgmem._session_messages_guard()
 returns trigger
