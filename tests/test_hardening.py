@@ -335,3 +335,221 @@ def test_a_service_cannot_bind_an_unknown_tenant_with_set_config(
         service.execute("select set_config('pgmem.tenant', 'nosuch', true)")
         with raises_sqlstate("PM002"):
             remember(service, "alice", "likes tea", None)
+
+
+# ------------------------------------------------------------ session and task tables (0005)
+
+LAYER_TABLES = ("sessions", "session_messages", "session_summaries", "tasks", "task_steps")
+
+
+def test_a_tenant_cannot_lock_the_session_and_task_tables(
+    new_tenant: Callable[[], Tenant],
+) -> None:
+    """The layer tables hold the same boundary as the long-term ones: no blocking
+    lock, and the victim's appends, task steps, retention and erasure go on
+    while the attacker's transaction stays open."""
+    attacker, victim = new_tenant(), new_tenant()
+    attacker.conn.execute("select pgmem.append_message('eve', 's', 'user', 'hello')")
+    with attacker.conn.transaction():
+        attacker.conn.execute("set local lock_timeout = '2s'")
+        for table in LAYER_TABLES:
+            for mode in ("access exclusive", "exclusive", "share row exclusive", "share"):
+                with (
+                    pytest.raises(psycopg.errors.InsufficientPrivilege),
+                    attacker.conn.transaction(),
+                ):
+                    attacker.conn.execute(f"lock table pgmem.{table} in {mode} mode")
+        # What it may take: INSERT's row exclusive, and its own rows FOR UPDATE.
+        attacker.conn.execute("lock table pgmem.session_messages in row exclusive mode")
+        attacker.conn.execute("select from pgmem.sessions for update")
+        with psycopg.connect(victim.dsn, autocommit=True) as other:
+            other.execute("set lock_timeout = '2s'")
+            for n in range(3):
+                other.execute("select pgmem.append_message('bob', 's', 'user', %s)", (f"turn {n}",))
+            assert other.execute(
+                "select count(*) from pgmem.session_window('bob', 's')"
+            ).fetchone() == (3,)
+            task_id = other.execute(
+                """select pgmem.start_task('bob', 'book', '["find", "pay"]', 's')"""
+            ).fetchone()[0]  # type: ignore[index]
+            other.execute("select pgmem.record_step(%s, 1, 'found')", (task_id,))
+            other.execute("select pgmem.finish_task(%s)", (task_id,))
+            assert other.execute("select count(*) from pgmem.task_steps").fetchone() == (0,)
+            other.execute("select pgmem.close_session('bob', 's')")
+            assert other.execute(
+                "select purged_messages from pgmem.expire_sessions(now() + interval '1 year')"
+            ).fetchone() == (3,)
+            other.execute("select pgmem.erase_subject('bob')")
+            assert other.execute("select count(*) from pgmem.sessions").fetchone() == (0,)
+
+
+def test_turns_steps_and_summaries_are_append_only_for_tenants(
+    new_tenant: Callable[[], Tenant],
+) -> None:
+    t = new_tenant()
+    t.conn.execute("select pgmem.append_message('alice', 's', 'user', 'hello')")
+    task_id = t.conn.execute("""select pgmem.start_task('alice', 'g', '["a"]')""").fetchone()[0]  # type: ignore[index]
+    t.conn.execute("select pgmem.record_step(%s, 1, 'ok')", (task_id,))
+    for statement in (
+        "update pgmem.session_messages set content = 'forged'",
+        "delete from pgmem.session_messages",
+        "update pgmem.task_steps set observation = 'forged'",
+        "delete from pgmem.task_steps",
+        "delete from pgmem.session_summaries",
+        "delete from pgmem.sessions",
+        "delete from pgmem.tasks",
+        "update pgmem.sessions set subject = 'bob'",
+        "update pgmem.tasks set goal = 'other'",
+    ):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), t.conn.transaction():
+            t.conn.execute(statement)
+    # The columns the functions write stay writable (and RLS-bound).
+    assert t.conn.execute("update pgmem.sessions set status = 'closed'").rowcount == 1
+    assert t.conn.execute("update pgmem.tasks set retries = 1").rowcount == 1
+
+
+def test_direct_turn_inserts_get_append_messages_checks(
+    new_tenant: Callable[[], Tenant], db: Db
+) -> None:
+    t = new_tenant()
+    t.conn.execute("insert into pgmem.subjects (subject) values ('alice')")
+    t.conn.execute(
+        "insert into pgmem.sessions (subject, session_id, next_seq) values ('alice', 's', 10)"
+    )
+    insert = (
+        "insert into pgmem.session_messages (subject, session_id, seq, unit_seq, role, content,"
+        " tokens, metadata) values ('alice', 's', %s, %s, %s, %s, %s, %s::jsonb)"
+        " returning content, tokens, metadata"
+    )
+    cases = [
+        ("root", "hello", "{}", "PM071"),
+        ("user", "\u3000\u200b\u00a0", "{}", "PM011"),
+        ("user", "x" * 70_000, "{}", "PM072"),
+        ("user", "hello", json.dumps({"x": "y" * 20_000}), "PM023"),
+    ]
+    with raises_sqlstate("PM023"):
+        t.conn.execute(
+            "insert into pgmem.sessions (subject, session_id, agent_id) values ('alice', 'x', %s)",
+            ("a" * 257,),
+        )
+    with raises_sqlstate("PM023"):
+        t.conn.execute(
+            "select pgmem.append_message('alice', 'y', 'assistant', 'hi', p_agent_id => %s)",
+            ("a" * 257,),
+        )
+    for seq, (role, content, metadata, code) in enumerate(cases, start=1):
+        with raises_sqlstate(code):
+            t.conn.execute(insert, (seq, seq, role, content, 0, metadata))
+    raw = "my password is hunter2 and 13812345678"
+    row = t.conn.execute(
+        insert, (5, 5, "user", raw, 0, json.dumps({"note": "mail bob@example.com", "n": 3}))
+    ).fetchone()
+    expected_tokens = db.admin.execute("select pgmem._estimate_tokens(%s)", (raw,)).fetchone()
+    assert row == (
+        "my password is [REDACTED:password] and [REDACTED:phone]",
+        expected_tokens[0],  # type: ignore[index]
+        {"note": "mail [REDACTED:email]", "n": 3},
+    )
+    assert row[1] > 0  # type: ignore[index]
+    # The write path stores the same: a turn's secrets never rest in the table.
+    t.conn.execute(
+        "select pgmem.append_message('alice', 's2', 'user', %s, p_extract => false)", (raw,)
+    )
+    assert t.conn.execute("select content from pgmem.session_window('alice', 's2')").fetchall() == [
+        ("my password is [REDACTED:password] and [REDACTED:phone]",)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("statement", "code"),
+    [
+        ("""select pgmem.start_task('alice', repeat('g', 20000), '["a"]')""", "PM012"),
+        (
+            "insert into pgmem.tasks (subject, goal, plan, max_retries, expires_at)"
+            """ values ('alice', repeat('g', 20000), '["a"]', 3, now() + interval '1 day')""",
+            "PM012",
+        ),
+        (
+            "insert into pgmem.tasks (subject, goal, plan, variables, max_retries, expires_at)"
+            """ values ('alice', 'g', '["a"]', jsonb_build_object('v', repeat('x', 70000)), 3,"""
+            " now() + interval '1 day')",
+            "PM023",
+        ),
+        (
+            "select pgmem.set_task({task},"
+            " p_variables => jsonb_build_object('v', repeat('x', 70000)))",
+            "PM023",
+        ),
+        ("select pgmem.record_step({task}, 1, repeat('o', 70000))", "PM072"),
+        (
+            "insert into pgmem.task_steps (task_id, step, status, result)"
+            " values ({task}, 1, 'done', jsonb_build_object('r', repeat('x', 70000)))",
+            "PM072",
+        ),
+        ("select pgmem.finish_task({task}, 'done', repeat('o', 20000))", "PM012"),
+    ],
+)
+def test_task_text_and_json_have_size_limits(
+    new_tenant: Callable[[], Tenant], statement: str, code: str
+) -> None:
+    t = new_tenant()
+    task_id = t.conn.execute("""select pgmem.start_task('alice', 'g', '["a"]')""").fetchone()[0]  # type: ignore[index]
+    with raises_sqlstate(code):
+        t.conn.execute(statement.format(task=task_id))
+    # Nothing of the refused write stays; the task is as it was.
+    assert t.conn.execute("select status, variables from pgmem.tasks").fetchall() == [
+        ("running", {})
+    ]
+    assert t.conn.execute("select count(*) from pgmem.task_steps").fetchone() == (0,)
+
+
+def test_the_layer_delete_helpers_act_for_the_bound_tenant_only(
+    new_tenant: Callable[[], Tenant], db: Db
+) -> None:
+    """The owner-rights helpers are callable by app roles: asking for another
+    tenant, or for every tenant, is refused and deletes nothing."""
+    a, b = new_tenant(), new_tenant()
+    task_id = a.conn.execute("""select pgmem.start_task('alice', 'g', '["a"]')""").fetchone()[0]  # type: ignore[index]
+    a.conn.execute("select pgmem.record_step(%s, 1, 'ok')", (task_id,))
+    a.conn.execute("select pgmem.append_message('alice', 's', 'user', 'hi', p_extract => false)")
+    a.conn.execute("select pgmem.close_session('alice', 's', now() - interval '1 year')")
+    for call, args in (
+        ("select pgmem._clear_task_steps(array[%s], array[%s]::bigint[])", (a.name, task_id)),
+        ("select pgmem._delete_closed_turns(%s, now())", (a.name,)),
+        ("select pgmem._delete_closed_turns(null, now())", ()),
+    ):
+        with raises_sqlstate("42501"):
+            b.conn.execute(call, args)
+    assert db.admin.execute(
+        "select (select count(*) from pgmem.task_steps where tenant_id = %(t)s),"
+        " (select count(*) from pgmem.session_messages where tenant_id = %(t)s)",
+        {"t": a.name},
+    ).fetchone() == (1, 1)
+    # Its own: allowed (what finish_task and expire_sessions do).
+    assert a.conn.execute("select pgmem._delete_closed_turns(%s, now())", (a.name,)).fetchone() == (
+        1,
+    )
+
+
+def test_expiring_tasks_clears_their_steps_for_a_tenant_and_across_tenants(
+    new_tenant: Callable[[], Tenant], db: Db
+) -> None:
+    a, b, c = new_tenant(), new_tenant(), new_tenant()
+    for t in (a, b, c):
+        task_id = t.conn.execute(
+            """select pgmem.start_task('alice', 'g', '["a", "b"]', p_ttl => interval '1 hour')"""
+        ).fetchone()[0]  # type: ignore[index]
+        t.conn.execute("select pgmem.record_step(%s, 1, 'ok')", (task_id,))
+    later = "now() + interval '1 day'"
+    # A tenant expires its own tasks (its steps go with the owner's rights) ...
+    assert a.conn.execute(f"select pgmem.expire_tasks({later})").fetchone() == (1,)
+    # ... an administrator every tenant's in one call.
+    names = [b.name, c.name]
+    assert db.admin.execute(f"select pgmem.expire_tasks({later}) >= 2").fetchone() == (True,)
+    assert db.admin.execute(
+        "select count(*) from pgmem.tasks where tenant_id = any(%s) and outcome = 'expired'",
+        (names,),
+    ).fetchone() == (2,)
+    assert db.admin.execute(
+        "select count(*) from pgmem.task_steps where tenant_id = any(%s)", ([a.name, *names],)
+    ).fetchone() == (0,)

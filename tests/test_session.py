@@ -368,12 +368,10 @@ def test_tenants_cannot_read_or_write_each_others_sessions(
         ).rowcount
         == 0
     )
-    assert (
-        b.conn.execute(
-            "delete from pgmem.session_summaries where tenant_id = %s", (a.name,)
-        ).rowcount
-        == 0
-    )
+    # Deletes are not B's to make at all (revision 0005): refused, A's summary stays.
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), b.conn.transaction():
+        b.conn.execute("delete from pgmem.session_summaries where tenant_id = %s", (a.name,))
+    assert a.conn.execute("select count(*) from pgmem.session_summaries").fetchone() == (1,)
     assert b.conn.execute("select * from pgmem.claim_folds()").fetchall() == []
     with raises_sqlstate("PM075"):
         b.conn.execute("select pgmem.save_summary('alice', 'nope', 1, 1, 'x', 'llm')")

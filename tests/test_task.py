@@ -256,7 +256,10 @@ def test_tenants_cannot_see_or_touch_each_others_tasks(new_tenant: Callable[[], 
             (a.name, task_id),
         )
     assert b.conn.execute("update pgmem.tasks set status = 'done'").rowcount == 0
-    assert b.conn.execute("delete from pgmem.task_steps").rowcount == 0
+    # Deletes are not B's to make at all (revision 0005): refused, A's step stays.
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), b.conn.transaction():
+        b.conn.execute("delete from pgmem.task_steps")
+    assert a.conn.execute("select count(*) from pgmem.task_steps").fetchone() == (1,)
     assert b.conn.execute("select pgmem.expire_tasks(now() + interval '1 year')").fetchone() == (0,)
     assert a.conn.execute("select status, current_step from pgmem.tasks").fetchone() == (
         "running",

@@ -12,6 +12,18 @@
 --   writes, and the content columns are redacted.
 -- * inbox: an app role's payloads are size-checked (PM040) and redacted when
 --   written, so raw turns with secrets never rest in the queue.
+-- * sessions (revision 0005): agent_id 256 characters (PM023), redacted,
+--   as on memories and inbox.
+-- * session_messages (revision 0005): an app role's turn is checked as
+--   pgmem.append_message checks it (role PM071, empty PM011, max_turn_bytes
+--   PM072, metadata size PM023), its content and metadata strings are
+--   redacted, and its token count is computed, not taken from the writer.
+-- * tasks, task_steps (revision 0005): size limits on the goal, outcome and
+--   learned rule (max_content_bytes, PM012), plan and variables (64 KB of
+--   JSON, PM023), step observations and results (max_turn_bytes, PM072).
+--   Scratch state is not redacted: the agent may need the address it is
+--   about to write to; what a task leaves in long-term memory goes through
+--   pgmem.remember, which redacts, and finish_task clears the rest.
 -- Roles that bypass row-level security (pgmem_admin: migrations and
 -- maintenance) are trusted with everything but the embedding check.
 --
@@ -170,3 +182,123 @@ $$;
 
 comment on function pgmem._inbox_guard() is
     'Row trigger on pgmem.inbox: for app roles, payload size (PM040), field lengths (PM023) and redaction of the payload, session and agent (internal).';
+
+create or replace function pgmem._sessions_guard()
+returns trigger
+language plpgsql
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if not pgmem._bypasses_rls() and (tg_op = 'INSERT' or new.agent_id is distinct from old.agent_id) then
+        perform pgmem._check_field_length('agent_id', new.agent_id, 256);
+        new.agent_id := pgmem.redact(new.agent_id);
+    end if;
+    return new;
+end
+$$;
+
+comment on function pgmem._sessions_guard() is
+    'Row trigger on pgmem.sessions: for app roles, agent_id within 256 characters (PM023) and redacted (internal).';
+
+create or replace function pgmem._session_messages_guard()
+returns trigger
+language plpgsql
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_max_bytes integer;
+begin
+    if pgmem._bypasses_rls() then
+        return new;
+    end if;
+    if new.role is null or new.role not in ('system', 'user', 'assistant', 'tool') then
+        raise exception 'unknown role: %', coalesce(pg_catalog.quote_literal(new.role), 'NULL')
+            using errcode = 'PM071', hint = 'Roles: system, user, assistant, tool.';
+    end if;
+    if new.content is null or pg_catalog.btrim(pgmem._safety_clean(new.content), E' \t\n\r\f\x0b\u0085') = '' then
+        raise exception 'the turn is empty' using errcode = 'PM011', hint = 'Append a turn with some text.';
+    end if;
+    select s.max_turn_bytes into v_max_bytes
+    from pgmem.settings as s
+    where s.tenant_id in (new.tenant_id, '_default')
+    order by s.tenant_id = '_default'
+    limit 1;
+    if pg_catalog.octet_length(new.content) > v_max_bytes then
+        raise exception 'the turn is % bytes, over the tenant''s max_turn_bytes (%)',
+                        pg_catalog.octet_length(new.content), v_max_bytes
+            using errcode = 'PM072', hint = 'Append turns with pgmem.append_message; split a large one.';
+    end if;
+    perform pgmem._check_field_length('metadata', new.metadata::text, 16384);
+    -- Counted on the text as written, as append_message counts it for the
+    -- session's unsummarized_tokens: the window's budget cannot be faked.
+    new.tokens := pgmem._estimate_tokens(new.content);
+    new.content := pgmem.redact(new.content);
+    new.metadata := pgmem._redact_jsonb(new.metadata);
+    return new;
+end
+$$;
+
+comment on function pgmem._session_messages_guard() is
+    'Row trigger on pgmem.session_messages: for app roles, role (PM071), empty (PM011), max_turn_bytes (PM072) and metadata size (PM023) checks, redaction of content and metadata, and the token count computed from the text (internal).';
+
+create or replace function pgmem._tasks_guard()
+returns trigger
+language plpgsql
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_max_bytes integer;
+begin
+    if pgmem._bypasses_rls() then
+        return new;
+    end if;
+    select s.max_content_bytes into v_max_bytes
+    from pgmem.settings as s
+    where s.tenant_id in (new.tenant_id, '_default')
+    order by s.tenant_id = '_default'
+    limit 1;
+    if greatest(pg_catalog.octet_length(new.goal), pg_catalog.octet_length(new.outcome),
+                pg_catalog.octet_length(new.learned_rule)) > v_max_bytes then
+        raise exception 'a task''s goal, outcome or learned rule is over the tenant''s max_content_bytes (%)', v_max_bytes
+            using errcode = 'PM012', hint = 'Keep them short; put details in the task''s variables or step results.';
+    end if;
+    perform pgmem._check_field_length('session_id', new.session_id, 256),
+            pgmem._check_field_length('plan', new.plan::text, 65536),
+            pgmem._check_field_length('variables', new.variables::text, 65536);
+    return new;
+end
+$$;
+
+comment on function pgmem._tasks_guard() is
+    'Row trigger on pgmem.tasks: for app roles, goal, outcome and learned rule within max_content_bytes (PM012), session id 256 characters, plan and variables 64 KB of JSON (PM023) (internal).';
+
+create or replace function pgmem._task_steps_guard()
+returns trigger
+language plpgsql
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_max_bytes integer;
+begin
+    if pgmem._bypasses_rls() then
+        return new;
+    end if;
+    select s.max_turn_bytes into v_max_bytes
+    from pgmem.settings as s
+    where s.tenant_id in (new.tenant_id, '_default')
+    order by s.tenant_id = '_default'
+    limit 1;
+    if greatest(pg_catalog.octet_length(new.observation), pg_catalog.octet_length(new.result::text)) > v_max_bytes then
+        raise exception 'the observation or result of step % is over the tenant''s max_turn_bytes (%)', new.step, v_max_bytes
+            using errcode = 'PM072', hint = 'Store a large tool result elsewhere and record a reference.';
+    end if;
+    return new;
+end
+$$;
+
+comment on function pgmem._task_steps_guard() is
+    'Row trigger on pgmem.task_steps: for app roles, observation and result within max_turn_bytes (PM072) (internal).';

@@ -561,18 +561,9 @@ begin
         returning 1
     )
     select pg_catalog.count(*) into closed from idle;
-    -- Turns go after the retention; the session row and its summaries stay
-    -- until the subject is erased.
-    with gone as (
-        delete from pgmem.session_messages as m
-        using pgmem.sessions as s, pgmem.settings as st
-        where s.tenant_id = m.tenant_id and s.subject = m.subject and s.session_id = m.session_id
-          and st.tenant_id = s.tenant_id and s.status = 'closed'
-          and s.closed_at < p_now - st.session_retention
-          and (v_tenant is null or m.tenant_id = v_tenant)
-        returning 1
-    )
-    select pg_catalog.count(*) into purged_messages from gone;
+    -- Turns go after the retention, with the owner's rights: app roles hold
+    -- no DELETE privilege (71_owner_writes.sql).
+    purged_messages := pgmem._delete_closed_turns(v_tenant, p_now);
 end
 $$;
 

@@ -163,3 +163,70 @@ $$;
 
 comment on function pgmem._purge_rows(text, timestamptz) is
     'The deletes of pgmem.purge with the owner''s rights, for a session that may act for the tenant (NULL: every tenant, owner sessions only): due memories go, their events lose content, done and expired failed inbox rows go (internal).';
+
+-- The deletes of the session and task layers (revision 0005 revoked DELETE
+-- on their tables from the app roles, as 0002 did for the long-term ones).
+
+create or replace function pgmem._delete_closed_turns(p_tenant text, p_now timestamptz)
+returns bigint
+language plpgsql
+volatile
+-- security definer: app roles hold no DELETE privilege (see the header).
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_count bigint;
+begin
+    perform pgmem._require_session_for(p_tenant);
+    -- Turns go after the retention; the session row and its summaries stay
+    -- until the subject is erased.
+    with gone as (
+        delete from pgmem.session_messages as m
+        using pgmem.sessions as s, pgmem.settings as st
+        where s.tenant_id = m.tenant_id and s.subject = m.subject and s.session_id = m.session_id
+          and st.tenant_id = s.tenant_id and s.status = 'closed'
+          and s.closed_at < p_now - st.session_retention
+          and (p_tenant is null or m.tenant_id = p_tenant)
+        returning 1
+    )
+    select pg_catalog.count(*) into v_count from gone;
+    return v_count;
+end
+$$;
+
+comment on function pgmem._delete_closed_turns(text, timestamptz) is
+    'Deletes the turns of sessions closed longer than the tenant''s session_retention before p_now, with the owner''s rights, for a session that may act for the tenant (NULL: every tenant, owner sessions only); returns how many (internal; pgmem.expire_sessions).';
+
+create or replace function pgmem._clear_task_steps(p_tenants text[], p_task_ids bigint[])
+returns bigint
+language plpgsql
+volatile
+-- security definer: app roles hold no DELETE privilege (see the header).
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tenant text;
+    v_ids bigint[];
+    v_deleted bigint;
+    v_count bigint := 0;
+begin
+    -- Parallel arrays: task p_task_ids[i] of tenant p_tenants[i]. One delete
+    -- per tenant, the tenant in a variable (Citus routes it to one shard).
+    for v_tenant, v_ids in
+        select k.tenant_id, pg_catalog.array_agg(k.task_id)
+        from rows from (pg_catalog.unnest(p_tenants), pg_catalog.unnest(p_task_ids)) as k(tenant_id, task_id)
+        group by k.tenant_id
+    loop
+        perform pgmem._require_session_for(v_tenant);
+        delete from pgmem.task_steps as s where s.tenant_id = v_tenant and s.task_id = any (v_ids);
+        get diagnostics v_deleted = row_count;
+        v_count := v_count + v_deleted;
+    end loop;
+    return v_count;
+end
+$$;
+
+comment on function pgmem._clear_task_steps(text[], bigint[]) is
+    'Deletes the recorded steps of tasks (p_task_ids[i] of tenant p_tenants[i]) with the owner''s rights, for a session that may act for each tenant; returns how many (internal; pgmem.finish_task, pgmem.expire_tasks).';

@@ -381,7 +381,8 @@ begin
         end if;
     end if;
     -- The scratch state goes; the task row stays as the record of what happened.
-    delete from pgmem.task_steps as s where s.tenant_id = v_task.tenant_id and s.task_id = p_task_id;
+    -- With the owner's rights: app roles hold no DELETE privilege (71_owner_writes.sql).
+    perform pgmem._clear_task_steps(array[v_task.tenant_id], array[p_task_id]);
     update pgmem.tasks as t
     set status = p_status, outcome = p_outcome, learned_rule = p_learned_rule, variables = '{}',
         memory_id = v_episode, finished_at = v_now, updated_at = v_now
@@ -405,6 +406,8 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_tenant text := pgmem._maintenance_scope(p_tenant);
+    v_tenants text[];
+    v_ids bigint[];
     v_count bigint;
 begin
     -- Abandoned, not finished: no memory is distilled from a task nobody ended.
@@ -414,12 +417,14 @@ begin
         where t.status in ('planning', 'running', 'waiting_for_confirmation') and t.expires_at < p_now
           and (v_tenant is null or t.tenant_id = v_tenant)
         returning t.tenant_id, t.task_id
-    ),
-    cleared as (
-        delete from pgmem.task_steps as s using expired as e
-        where s.tenant_id = e.tenant_id and s.task_id = e.task_id
     )
-    select pg_catalog.count(*) into v_count from expired;
+    select pg_catalog.array_agg(e.tenant_id), pg_catalog.array_agg(e.task_id), pg_catalog.count(*)
+    into v_tenants, v_ids, v_count
+    from expired as e;
+    -- Their scratch state goes with the owner's rights (71_owner_writes.sql).
+    if v_count > 0 then
+        perform pgmem._clear_task_steps(v_tenants, v_ids);
+    end if;
     return v_count;
 end
 $$;
