@@ -13,6 +13,35 @@
 -- UPDATE (what an UPDATE of non-key columns takes) leaves foreign-key
 -- checks of concurrent memory_links inserts unblocked.
 
+-- The decay rate of a memory of kind p_kind under one tenant's settings, for
+-- the lifecycle statements, which join pgmem.settings itself rather than
+-- pgmem._decay_policy: Citus cannot run a statement that locks rows (FOR NO
+-- KEY UPDATE) of a distributed table and reads a function or VALUES list in
+-- FROM (the kinds behind the view), but it can when the half-life is picked
+-- from the settings row by a CASE. One case per kind of pgmem.kinds(); a kind
+-- missing here has no rate (NULL), so it neither decays nor archives, and
+-- test_lifecycle checks every kind against pgmem._half_lives. Inlined like
+-- pgmem._decayed, hence no SET clause.
+create or replace function pgmem._decay_rate(
+    p_kind text,
+    p_preference interval,
+    p_semantic interval,
+    p_episodic interval,
+    p_procedural interval
+)
+returns double precision
+language sql
+immutable parallel safe
+security invoker
+as $$
+    select pg_catalog.ln(2::double precision) operator(pg_catalog./) pg_catalog.date_part('epoch',
+               case p_kind when 'preference' then p_preference when 'semantic' then p_semantic
+                           when 'episodic' then p_episodic when 'procedural' then p_procedural end)
+$$;
+
+comment on function pgmem._decay_rate(text, interval, interval, interval, interval) is
+    'ln 2 / half-life in seconds for a memory kind, given the tenant''s half_life_<kind> settings in pgmem.kinds() order (internal; inlined into the lifecycle statements, Citus-safe).';
+
 -- Half-life and decay rate per tenant and memory kind (pgmem.kinds() names
 -- each kind's settings column), with the tenant's thresholds.
 create or replace view pgmem._decay_policy
@@ -22,8 +51,9 @@ select
     s.tenant_id,
     k.kind,
     k.half_life,
-    -- λ = ln 2 / half-life, per second (date_part keeps this in float8).
-    pg_catalog.ln(2::double precision) / pg_catalog.date_part('epoch', k.half_life) as decay_per_second,
+    -- λ = ln 2 / half-life, per second, as the lifecycle statements compute it.
+    pgmem._decay_rate(k.kind, s.half_life_preference, s.half_life_semantic, s.half_life_episodic,
+                      s.half_life_procedural) as decay_per_second,
     s.archive_threshold,
     s.capacity_per_subject,
     s.purge_grace
@@ -139,10 +169,11 @@ begin
     with due as (
         select m.tenant_id, m.memory_id, v.value
         from pgmem.memories as m
-        join pgmem._decay_policy as p on p.tenant_id = m.tenant_id and p.kind = m.kind
+        join pgmem.settings as p on p.tenant_id = m.tenant_id
         cross join lateral (
             select case when m.pinned then m.importance
-                        else pgmem._decayed(m.importance, p.decay_per_second, m.last_accessed_at, p_now)
+                        else pgmem._decayed(m.importance, pgmem._decay_rate(m.kind, p.half_life_preference, p.half_life_semantic, p.half_life_episodic, p.half_life_procedural),
+                               m.last_accessed_at, p_now)
                    end as value
         ) as v
         where m.status = 'active'
@@ -183,9 +214,10 @@ begin
         select m.tenant_id, m.memory_id, m.subject, v.score, p.archive_threshold,
                m.expires_at is not null and m.expires_at <= p_now as is_expired
         from pgmem.memories as m
-        join pgmem._decay_policy as p on p.tenant_id = m.tenant_id and p.kind = m.kind
+        join pgmem.settings as p on p.tenant_id = m.tenant_id
         cross join lateral (
-            select pgmem._decayed(m.importance, p.decay_per_second, m.last_accessed_at, p_now) as score
+            select pgmem._decayed(m.importance, pgmem._decay_rate(m.kind, p.half_life_preference, p.half_life_semantic, p.half_life_episodic, p.half_life_procedural),
+                               m.last_accessed_at, p_now) as score
         ) as v
         where m.status = 'active'
           and not m.pinned
@@ -256,18 +288,23 @@ begin
                    order by m.status = 'archived' desc,
                             case when m.status = 'archived' then m.status_changed_at end,
                             m.access_count > 0,
-                            pgmem._decayed(m.importance, p.decay_per_second, m.last_accessed_at, p_now),
+                            pgmem._decayed(m.importance, pgmem._decay_rate(m.kind, p.half_life_preference, p.half_life_semantic, p.half_life_episodic, p.half_life_procedural),
+                               m.last_accessed_at, p_now),
                             m.memory_id) as evict_rank
         from over_cap as o
         join pgmem.memories as m on m.tenant_id = o.tenant_id and m.subject = o.subject
-        join pgmem._decay_policy as p on p.tenant_id = m.tenant_id and p.kind = m.kind
+        join pgmem.settings as p on p.tenant_id = m.tenant_id
         where m.status in ('active', 'archived') and not m.pinned
+          -- Implied by the join, but Citus routes a statement with FOR
+          -- UPDATE to one shard only when every scan names the tenant.
+          and (v_tenant is null or m.tenant_id = v_tenant)
     ),
     due as (
         select m.tenant_id, m.memory_id, m.subject, m.status as old_status
         from pgmem.memories as m
         join ranked as r on r.tenant_id = m.tenant_id and r.memory_id = m.memory_id
         where r.evict_rank <= r.excess
+          and (v_tenant is null or m.tenant_id = v_tenant)
         for no key update of m skip locked
     ),
     evicted as (

@@ -539,14 +539,26 @@ as $$
 declare
     v_tenant text := pgmem._maintenance_scope(p_tenant);
 begin
-    with idle as (
-        update pgmem.sessions as s
-        -- Closed as of when it went idle, so the retention counts from then.
-        set status = 'closed', closed_at = s.last_active_at + st.session_idle
-        from pgmem.settings as st
-        where st.tenant_id = s.tenant_id and s.status = 'open'
+    -- The closing time is computed in a subquery: Citus refuses an UPDATE
+    -- whose own SET or WHERE calls a STABLE function (timestamptz ± interval)
+    -- on columns. The rows are locked there (waiting, as the UPDATE would)
+    -- and the idle test is rechecked on a row that changed meanwhile.
+    with due as (
+        select s.tenant_id, s.subject, s.session_id,
+               -- Closed as of when it went idle, so the retention counts from then.
+               s.last_active_at + st.session_idle as closed_at
+        from pgmem.sessions as s
+        join pgmem.settings as st on st.tenant_id = s.tenant_id
+        where s.status = 'open'
           and s.last_active_at < p_now - st.session_idle
           and (v_tenant is null or s.tenant_id = v_tenant)
+        for no key update of s
+    ),
+    idle as (
+        update pgmem.sessions as s
+        set status = 'closed', closed_at = d.closed_at
+        from due as d
+        where s.tenant_id = d.tenant_id and s.subject = d.subject and s.session_id = d.session_id
         returning 1
     )
     select pg_catalog.count(*) into closed from idle;
@@ -554,10 +566,12 @@ begin
     -- until the subject is erased.
     with gone as (
         delete from pgmem.session_messages as m
-        using pgmem.sessions as s, pgmem.settings as st
+        using pgmem.sessions as s,
+              -- A subquery for the cut-off, for Citus (see above).
+              (select x.tenant_id, p_now - x.session_retention as closed_before from pgmem.settings as x) as st
         where s.tenant_id = m.tenant_id and s.subject = m.subject and s.session_id = m.session_id
           and st.tenant_id = s.tenant_id and s.status = 'closed'
-          and s.closed_at < p_now - st.session_retention
+          and s.closed_at < st.closed_before
           and (v_tenant is null or m.tenant_id = v_tenant)
         returning 1
     )

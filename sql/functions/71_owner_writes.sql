@@ -121,11 +121,15 @@ begin
     -- Finished inbox rows keep the worker's result for the grace; failed
     -- ones (with the redacted turn) for settings.failed_retention.
     with done as (
+        -- The cut-offs in a subquery: Citus refuses a DELETE whose own
+        -- conditions call a STABLE function (timestamptz - interval) on columns.
         delete from pgmem.inbox as i
-        using pgmem.settings as s
+        using (select st.tenant_id, p_now - st.purge_grace as done_before,
+                      p_now - st.failed_retention as failed_before
+               from pgmem.settings as st) as s
         where s.tenant_id = i.tenant_id
-          and ((i.status = 'done' and coalesce(i.finished_at, i.created_at) < p_now - s.purge_grace)
-               or (i.status = 'failed' and coalesce(i.finished_at, i.created_at) < p_now - s.failed_retention))
+          and ((i.status = 'done' and coalesce(i.finished_at, i.created_at) < s.done_before)
+               or (i.status = 'failed' and coalesce(i.finished_at, i.created_at) < s.failed_before))
           and (p_tenant is null or i.tenant_id = p_tenant)
         returning 1
     )
