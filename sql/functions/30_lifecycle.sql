@@ -172,7 +172,8 @@ begin
         join pgmem.settings as p on p.tenant_id = m.tenant_id
         cross join lateral (
             select case when m.pinned then m.importance
-                        else pgmem._decayed(m.importance, pgmem._decay_rate(m.kind, p.half_life_preference, p.half_life_semantic, p.half_life_episodic, p.half_life_procedural),
+                        else pgmem._decayed(m.importance, pgmem._decay_rate(m.kind, p.half_life_preference, p.half_life_semantic,
+                                                 p.half_life_episodic, p.half_life_procedural),
                                m.last_accessed_at, p_now)
                    end as value
         ) as v
@@ -216,7 +217,8 @@ begin
         from pgmem.memories as m
         join pgmem.settings as p on p.tenant_id = m.tenant_id
         cross join lateral (
-            select pgmem._decayed(m.importance, pgmem._decay_rate(m.kind, p.half_life_preference, p.half_life_semantic, p.half_life_episodic, p.half_life_procedural),
+            select pgmem._decayed(m.importance, pgmem._decay_rate(m.kind, p.half_life_preference, p.half_life_semantic,
+                                                 p.half_life_episodic, p.half_life_procedural),
                                m.last_accessed_at, p_now) as score
         ) as v
         where m.status = 'active'
@@ -264,6 +266,8 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_tenant text := pgmem._maintenance_scope(p_tenant);
+    v_tenants text[];
+    v_ids bigint[];
 begin
     -- A subject holds its active and archived memories (history rows —
     -- superseded, merged — and deleted ones do not count). Over the cap,
@@ -288,23 +292,34 @@ begin
                    order by m.status = 'archived' desc,
                             case when m.status = 'archived' then m.status_changed_at end,
                             m.access_count > 0,
-                            pgmem._decayed(m.importance, pgmem._decay_rate(m.kind, p.half_life_preference, p.half_life_semantic, p.half_life_episodic, p.half_life_procedural),
+                            pgmem._decayed(m.importance, pgmem._decay_rate(m.kind, p.half_life_preference, p.half_life_semantic,
+                                                 p.half_life_episodic, p.half_life_procedural),
                                m.last_accessed_at, p_now),
                             m.memory_id) as evict_rank
         from over_cap as o
         join pgmem.memories as m on m.tenant_id = o.tenant_id and m.subject = o.subject
         join pgmem.settings as p on p.tenant_id = m.tenant_id
         where m.status in ('active', 'archived') and not m.pinned
-          -- Implied by the join, but Citus routes a statement with FOR
-          -- UPDATE to one shard only when every scan names the tenant.
+          -- Implied by the join, but Citus routes a statement to one shard
+          -- only when every scan of a distributed table names the tenant.
           and (v_tenant is null or m.tenant_id = v_tenant)
-    ),
-    due as (
+    )
+    select coalesce(pg_catalog.array_agg(r.tenant_id), '{}'), coalesce(pg_catalog.array_agg(r.memory_id), '{}')
+    into v_tenants, v_ids
+    from ranked as r
+    where r.evict_rank <= r.excess;
+    -- Then the candidates are locked and evicted: two statements, because
+    -- Citus cannot lock rows (FOR UPDATE) in a statement that also ranks them
+    -- (window functions, aggregates). memory_id is an identity, unique across
+    -- tenants (and across Citus nodes); tenant_id = any(...) lets the primary
+    -- key find the rows. A row changed meanwhile is re-checked: only active
+    -- or archived, unpinned rows are evicted.
+    with due as (
         select m.tenant_id, m.memory_id, m.subject, m.status as old_status
         from pgmem.memories as m
-        join ranked as r on r.tenant_id = m.tenant_id and r.memory_id = m.memory_id
-        where r.evict_rank <= r.excess
+        where m.tenant_id = any (v_tenants) and m.memory_id = any (v_ids)
           and (v_tenant is null or m.tenant_id = v_tenant)
+          and m.status in ('active', 'archived') and not m.pinned
         for no key update of m skip locked
     ),
     evicted as (
