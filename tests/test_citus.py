@@ -140,7 +140,7 @@ def test_tenant_tables_are_distributed_and_colocated_globals_are_reference(
     assert len(per_node) == WORKERS and all(count > 0 for _, count in per_node)
     # Distributing again changes nothing.
     again = admin.execute("select table_name, distribution from pgmem.distribute()").fetchall()
-    assert len(again) == 8
+    assert len(again) == 13  # 10 distributed, 3 reference
 
 
 def test_single_tenant_query_touches_exactly_one_worker(
@@ -402,7 +402,9 @@ def test_lifecycle_jobs_run_from_the_coordinator(
         return [status for (status,) in rows]
 
     admin.execute("select pgmem.set_tenant(%s, false)", (tenant,))
-    admin.execute("update pgmem.settings set capacity_per_subject = 1 where tenant_id = %s", (tenant,))
+    admin.execute(
+        "update pgmem.settings set capacity_per_subject = 1 where tenant_id = %s", (tenant,)
+    )
     admin.execute(
         "insert into pgmem.subjects (tenant_id, subject) values (%s, 'hank'), (%s, 'ivy')",
         (tenant, tenant),
@@ -444,7 +446,9 @@ def test_lifecycle_jobs_run_from_the_coordinator(
 
     # An idle session is closed and an expired task cancelled.
     with bound(service, tenant) as conn:
-        conn.execute("select pgmem.append_message('ivy', 's1', 'user', 'hello', p_extract => false)")
+        conn.execute(
+            "select pgmem.append_message('ivy', 's1', 'user', 'hello', p_extract => false)"
+        )
         conn.execute(
             "select pgmem.start_task('ivy', 'plan a trip', %s, 's1', p_ttl => '1 hour')",
             (json.dumps(["pick a date", "book"]),),

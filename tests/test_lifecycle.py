@@ -568,7 +568,8 @@ def test_readonly_role_sees_every_tenant_in_the_views(
 LIFECYCLE_FUNCTIONS = [
     "decay", "archive", "enforce_capacity", "purge", "restore", "_decayed", "_decay_step",
     "_maintenance_scope", "run_job", "maintain", "cron_plan", "schedule", "unschedule",
-    "scheduled_jobs", "_job_names", "_job_lock_holder", "_require_cron", "_decay_rate", "_job_counts",
+    "scheduled_jobs", "_job_names", "_job_lock_holder", "_require_cron", "_decay_rate",
+    "_job_counts",
 ]  # fmt: skip
 LIFECYCLE_VIEWS = [
     "_decay_policy",
