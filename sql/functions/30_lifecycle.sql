@@ -1,11 +1,14 @@
 -- Lifecycle: decay, archive, capacity, purge and restore.
 --
--- Each maintenance function is one set-based statement over every tenant
--- the caller can see, each tenant with its own settings (a join on
--- pgmem.settings): a BYPASSRLS role (superuser, pgmem_admin, the job
--- runner in 40_jobs.sql) covers all tenants, a tenant-bound role only its
--- own (RLS). Every time-dependent function takes p_now so tests and
--- operators can move the clock.
+-- Each maintenance function is set-based (one statement; capacity: rank,
+-- then lock and evict) over every tenant the caller can see, each tenant
+-- with its own settings (a join on pgmem.settings): a BYPASSRLS role
+-- (superuser, pgmem_admin, the job runner in 40_jobs.sql) covers all
+-- tenants, a tenant-bound role only its own (RLS). Every time-dependent
+-- function takes p_now so tests and operators can move the clock. On Citus
+-- the job runner calls them one tenant at a time, and every statement is
+-- written so that Citus can route it to that tenant's shard
+-- (docs/scaling.md).
 --
 -- Rows are claimed with FOR NO KEY UPDATE SKIP LOCKED: maintenance never
 -- waits on a row a writer (or a tenant session) holds, two runs cannot
