@@ -568,7 +568,8 @@ def test_readonly_role_sees_every_tenant_in_the_views(
 LIFECYCLE_FUNCTIONS = [
     "decay", "archive", "enforce_capacity", "purge", "restore", "_decayed", "_decay_step",
     "_maintenance_scope", "run_job", "maintain", "cron_plan", "schedule", "unschedule",
-    "scheduled_jobs", "_job_names", "_job_lock_holder", "_require_cron",
+    "scheduled_jobs", "_job_names", "_job_lock_holder", "_require_cron", "_decay_rate",
+    "_job_counts",
 ]  # fmt: skip
 LIFECYCLE_VIEWS = [
     "_decay_policy",
@@ -577,6 +578,27 @@ LIFECYCLE_VIEWS = [
     "capacity_usage",
     "last_job_runs",
 ]
+
+
+def test_decay_rate_covers_every_kind_as_the_half_lives_say(admin: psycopg.Connection) -> None:
+    """pgmem._decay_rate picks the half-life by a CASE (Citus-safe); it must agree with
+    pgmem._half_lives, which reads the column pgmem.kinds() names, for every kind."""
+    # Four different half-lives, so a CASE that picks the wrong column fails.
+    rows = admin.execute(
+        """select h.kind, pgmem._decay_rate(h.kind, s.half_life_preference, s.half_life_semantic,
+                                            s.half_life_episodic, s.half_life_procedural),
+                  ln(2) / date_part('epoch', h.half_life)
+           from pgmem.settings as d
+           cross join lateral jsonb_populate_record(d, '{"half_life_preference": "3 days",
+               "half_life_semantic": "5 days", "half_life_episodic": "7 days",
+               "half_life_procedural": "11 days"}') as s
+           cross join lateral pgmem._half_lives(s) as h
+           where d.tenant_id = '_default'"""
+    ).fetchall()
+    assert sorted(kind for kind, *_ in rows) == sorted(
+        k for (k,) in admin.execute("select kind from pgmem.kinds()").fetchall()
+    )
+    assert [(kind, rate) for kind, rate, expected in rows if rate != pytest.approx(expected)] == []
 
 
 def test_every_lifecycle_object_is_documented_and_pinned(admin: psycopg.Connection) -> None:
@@ -590,7 +612,7 @@ def test_every_lifecycle_object_is_documented_and_pinned(admin: psycopg.Connecti
     assert sorted(name for name, *_ in functions) == sorted(LIFECYCLE_FUNCTIONS)
     assert [name for name, documented, *_ in functions if not documented] == []
     # Pinned search_path everywhere except the helpers that must be inlined.
-    inlined = {"_decayed", "_decay_step"}
+    inlined = {"_decayed", "_decay_step", "_decay_rate"}
     assert [
         name
         for name, _, _, config in functions

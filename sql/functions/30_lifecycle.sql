@@ -1,17 +1,49 @@
 -- Lifecycle: decay, archive, capacity, purge and restore.
 --
--- Each maintenance function is one set-based statement over every tenant
--- the caller can see, each tenant with its own settings (a join on
--- pgmem.settings): a BYPASSRLS role (superuser, pgmem_admin, the job
--- runner in 40_jobs.sql) covers all tenants, a tenant-bound role only its
--- own (RLS). Every time-dependent function takes p_now so tests and
--- operators can move the clock.
+-- Each maintenance function is set-based (one statement; capacity: rank,
+-- then lock and evict) over every tenant the caller can see, each tenant
+-- with its own settings (a join on pgmem.settings): a BYPASSRLS role
+-- (superuser, pgmem_admin, the job runner in 40_jobs.sql) covers all
+-- tenants, a tenant-bound role only its own (RLS). Every time-dependent
+-- function takes p_now so tests and operators can move the clock. On Citus
+-- the job runner calls them one tenant at a time, and every statement is
+-- written so that Citus can route it to that tenant's shard
+-- (docs/scaling.md).
 --
 -- Rows are claimed with FOR NO KEY UPDATE SKIP LOCKED: maintenance never
 -- waits on a row a writer (or a tenant session) holds, two runs cannot
 -- deadlock, and a skipped row is simply handled by the next run. NO KEY
 -- UPDATE (what an UPDATE of non-key columns takes) leaves foreign-key
 -- checks of concurrent memory_links inserts unblocked.
+
+-- The decay rate of a memory of kind p_kind under one tenant's settings, for
+-- the lifecycle statements, which join pgmem.settings itself rather than
+-- pgmem._decay_policy: Citus cannot run a statement that locks rows (FOR NO
+-- KEY UPDATE) of a distributed table and reads a function or VALUES list in
+-- FROM (the kinds behind the view), but it can when the half-life is picked
+-- from the settings row by a CASE. One case per kind of pgmem.kinds(); a kind
+-- missing here has no rate (NULL), so it neither decays nor archives, and
+-- test_lifecycle checks every kind against pgmem._half_lives. Inlined like
+-- pgmem._decayed, hence no SET clause.
+create or replace function pgmem._decay_rate(
+    p_kind text,
+    p_preference interval,
+    p_semantic interval,
+    p_episodic interval,
+    p_procedural interval
+)
+returns double precision
+language sql
+immutable parallel safe
+security invoker
+as $$
+    select pg_catalog.ln(2::double precision) operator(pg_catalog./) pg_catalog.date_part('epoch',
+               case p_kind when 'preference' then p_preference when 'semantic' then p_semantic
+                           when 'episodic' then p_episodic when 'procedural' then p_procedural end)
+$$;
+
+comment on function pgmem._decay_rate(text, interval, interval, interval, interval) is
+    'ln 2 / half-life in seconds for a memory kind, given the tenant''s half_life_<kind> settings in pgmem.kinds() order (internal; inlined into the lifecycle statements, Citus-safe).';
 
 -- Half-life and decay rate per tenant and memory kind (pgmem.kinds() names
 -- each kind's settings column), with the tenant's thresholds.
@@ -22,8 +54,9 @@ select
     s.tenant_id,
     k.kind,
     k.half_life,
-    -- λ = ln 2 / half-life, per second (date_part keeps this in float8).
-    pg_catalog.ln(2::double precision) / pg_catalog.date_part('epoch', k.half_life) as decay_per_second,
+    -- λ = ln 2 / half-life, per second, as the lifecycle statements compute it.
+    pgmem._decay_rate(k.kind, s.half_life_preference, s.half_life_semantic, s.half_life_episodic,
+                      s.half_life_procedural) as decay_per_second,
     s.archive_threshold,
     s.capacity_per_subject,
     s.purge_grace
@@ -139,10 +172,12 @@ begin
     with due as (
         select m.tenant_id, m.memory_id, v.value
         from pgmem.memories as m
-        join pgmem._decay_policy as p on p.tenant_id = m.tenant_id and p.kind = m.kind
+        join pgmem.settings as p on p.tenant_id = m.tenant_id
         cross join lateral (
             select case when m.pinned then m.importance
-                        else pgmem._decayed(m.importance, p.decay_per_second, m.last_accessed_at, p_now)
+                        else pgmem._decayed(m.importance, pgmem._decay_rate(m.kind, p.half_life_preference, p.half_life_semantic,
+                                                 p.half_life_episodic, p.half_life_procedural),
+                               m.last_accessed_at, p_now)
                    end as value
         ) as v
         where m.status = 'active'
@@ -183,9 +218,11 @@ begin
         select m.tenant_id, m.memory_id, m.subject, v.score, p.archive_threshold,
                m.expires_at is not null and m.expires_at <= p_now as is_expired
         from pgmem.memories as m
-        join pgmem._decay_policy as p on p.tenant_id = m.tenant_id and p.kind = m.kind
+        join pgmem.settings as p on p.tenant_id = m.tenant_id
         cross join lateral (
-            select pgmem._decayed(m.importance, p.decay_per_second, m.last_accessed_at, p_now) as score
+            select pgmem._decayed(m.importance, pgmem._decay_rate(m.kind, p.half_life_preference, p.half_life_semantic,
+                                                 p.half_life_episodic, p.half_life_procedural),
+                               m.last_accessed_at, p_now) as score
         ) as v
         where m.status = 'active'
           and not m.pinned
@@ -232,6 +269,8 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_tenant text := pgmem._maintenance_scope(p_tenant);
+    v_tenants text[];
+    v_ids bigint[];
 begin
     -- A subject holds its active and archived memories (history rows —
     -- superseded, merged — and deleted ones do not count). Over the cap,
@@ -256,18 +295,34 @@ begin
                    order by m.status = 'archived' desc,
                             case when m.status = 'archived' then m.status_changed_at end,
                             m.access_count > 0,
-                            pgmem._decayed(m.importance, p.decay_per_second, m.last_accessed_at, p_now),
+                            pgmem._decayed(m.importance, pgmem._decay_rate(m.kind, p.half_life_preference, p.half_life_semantic,
+                                                 p.half_life_episodic, p.half_life_procedural),
+                               m.last_accessed_at, p_now),
                             m.memory_id) as evict_rank
         from over_cap as o
         join pgmem.memories as m on m.tenant_id = o.tenant_id and m.subject = o.subject
-        join pgmem._decay_policy as p on p.tenant_id = m.tenant_id and p.kind = m.kind
+        join pgmem.settings as p on p.tenant_id = m.tenant_id
         where m.status in ('active', 'archived') and not m.pinned
-    ),
-    due as (
+          -- Implied by the join, but Citus routes a statement to one shard
+          -- only when every scan of a distributed table names the tenant.
+          and (v_tenant is null or m.tenant_id = v_tenant)
+    )
+    select coalesce(pg_catalog.array_agg(r.tenant_id), '{}'), coalesce(pg_catalog.array_agg(r.memory_id), '{}')
+    into v_tenants, v_ids
+    from ranked as r
+    where r.evict_rank <= r.excess;
+    -- Then the candidates are locked and evicted: two statements, because
+    -- Citus cannot lock rows (FOR UPDATE) in a statement that also ranks them
+    -- (window functions, aggregates). memory_id is an identity, unique across
+    -- tenants (and across Citus nodes); tenant_id = any(...) lets the primary
+    -- key find the rows. A row changed meanwhile is re-checked: only active
+    -- or archived, unpinned rows are evicted.
+    with due as (
         select m.tenant_id, m.memory_id, m.subject, m.status as old_status
         from pgmem.memories as m
-        join ranked as r on r.tenant_id = m.tenant_id and r.memory_id = m.memory_id
-        where r.evict_rank <= r.excess
+        where m.tenant_id = any (v_tenants) and m.memory_id = any (v_ids)
+          and (v_tenant is null or m.tenant_id = v_tenant)
+          and m.status in ('active', 'archived') and not m.pinned
         for no key update of m skip locked
     ),
     evicted as (

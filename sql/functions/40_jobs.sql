@@ -68,6 +68,28 @@ $$;
 comment on function pgmem._job_lock_holder(text) is
     'Which session holds a maintenance job''s row in pgmem._job_locks, for the message of a skipped run (internal).';
 
+create or replace function pgmem._job_counts(p_job text, p_now timestamptz, p_tenant text)
+returns jsonb
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    return case p_job
+        when 'decay' then pg_catalog.jsonb_build_object('decayed', pgmem.decay(p_now, p_tenant))
+        when 'archive' then (select pg_catalog.to_jsonb(r) from pgmem.archive(p_now, p_tenant) as r)
+        when 'capacity' then (select pg_catalog.to_jsonb(r) from pgmem.enforce_capacity(p_now, p_tenant) as r)
+        when 'purge' then (select pg_catalog.to_jsonb(r) from pgmem.purge(p_now, p_tenant) as r)
+        when 'sessions' then (select pg_catalog.to_jsonb(r) from pgmem.expire_sessions(p_now, p_tenant) as r)
+                             || pg_catalog.jsonb_build_object('expired_tasks', pgmem.expire_tasks(p_now, p_tenant))
+    end;
+end
+$$;
+
+comment on function pgmem._job_counts(text, timestamptz, text) is
+    'Runs the work of one maintenance job for p_tenant (NULL = every tenant) and returns its counts as jsonb; pgmem.run_job locks, loops and records (internal).';
+
 create or replace function pgmem.run_job(
     p_job text,
     p_now timestamptz default pg_catalog.now(),
@@ -92,6 +114,7 @@ declare
     v_message text;
     v_state text;
     v_skips bigint;
+    v_tenant text;
     v_run pgmem.job_runs;
 begin
     if p_job is null or not p_job = any (pgmem._job_names()) then
@@ -127,15 +150,21 @@ begin
         end if;
     else
         begin
-            v_counts := case p_job
-                when 'decay' then pg_catalog.jsonb_build_object('decayed', pgmem.decay(p_now, p_tenant))
-                when 'archive' then (select pg_catalog.to_jsonb(r) from pgmem.archive(p_now, p_tenant) as r)
-                when 'capacity' then (select pg_catalog.to_jsonb(r) from pgmem.enforce_capacity(p_now, p_tenant) as r)
-                when 'purge' then (select pg_catalog.to_jsonb(r) from pgmem.purge(p_now, p_tenant) as r)
-                when 'sessions' then (select pg_catalog.to_jsonb(r) from pgmem.expire_sessions(p_now, p_tenant) as r)
-                                     || pg_catalog.jsonb_build_object('expired_tasks',
-                                                                      pgmem.expire_tasks(p_now, p_tenant))
-            end;
+            if p_tenant is null and pgmem._distributed() then
+                -- Citus: one tenant at a time, the tenant a constant, so every
+                -- statement is routed to the one shard holding it (Citus
+                -- refuses multi-shard FOR UPDATE); the counts are summed. Still
+                -- one run under the one lock, all or nothing. On one server the
+                -- set-based statement covers every tenant at once.
+                for v_tenant in select t.tenant_id from pgmem.tenants as t order by t.tenant_id loop
+                    select coalesce(pg_catalog.jsonb_object_agg(
+                               c.key, coalesce((v_counts ->> c.key)::bigint, 0) + (c.value #>> '{}')::bigint), '{}')
+                    into v_counts
+                    from pg_catalog.jsonb_each(pgmem._job_counts(p_job, p_now, v_tenant)) as c;
+                end loop;
+            else
+                v_counts := pgmem._job_counts(p_job, p_now, p_tenant);
+            end if;
             if p_job = 'purge' then
                 -- The run history is pruned with the rest; 90 days answers
                 -- "did the jobs run, how long did they take" with room to spare.

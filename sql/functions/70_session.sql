@@ -550,14 +550,26 @@ as $$
 declare
     v_tenant text := pgmem._maintenance_scope(p_tenant);
 begin
-    with idle as (
-        update pgmem.sessions as s
-        -- Closed as of when it went idle, so the retention counts from then.
-        set status = 'closed', closed_at = s.last_active_at + st.session_idle
-        from pgmem.settings as st
-        where st.tenant_id = s.tenant_id and s.status = 'open'
+    -- The closing time is computed in a subquery: Citus refuses an UPDATE
+    -- whose own SET or WHERE calls a STABLE function (timestamptz ± interval)
+    -- on columns. The rows are locked there (waiting, as the UPDATE would)
+    -- and the idle test is rechecked on a row that changed meanwhile.
+    with due as (
+        select s.tenant_id, s.subject, s.session_id,
+               -- Closed as of when it went idle, so the retention counts from then.
+               s.last_active_at + st.session_idle as closed_at
+        from pgmem.sessions as s
+        join pgmem.settings as st on st.tenant_id = s.tenant_id
+        where s.status = 'open'
           and s.last_active_at < p_now - st.session_idle
           and (v_tenant is null or s.tenant_id = v_tenant)
+        for no key update of s
+    ),
+    idle as (
+        update pgmem.sessions as s
+        set status = 'closed', closed_at = d.closed_at
+        from due as d
+        where s.tenant_id = d.tenant_id and s.subject = d.subject and s.session_id = d.session_id
         returning 1
     )
     select pg_catalog.count(*) into closed from idle;

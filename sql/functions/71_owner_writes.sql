@@ -149,11 +149,15 @@ begin
     -- Finished inbox rows keep the worker's result for the grace; failed
     -- ones (with the redacted turn) for settings.failed_retention.
     with done as (
+        -- The cut-offs in a subquery: Citus refuses a DELETE whose own
+        -- conditions call a STABLE function (timestamptz - interval) on columns.
         delete from pgmem.inbox as i
-        using pgmem.settings as s
+        using (select st.tenant_id, p_now - st.purge_grace as done_before,
+                      p_now - st.failed_retention as failed_before
+               from pgmem.settings as st) as s
         where s.tenant_id = i.tenant_id
-          and ((i.status = 'done' and coalesce(i.finished_at, i.created_at) < p_now - s.purge_grace)
-               or (i.status = 'failed' and coalesce(i.finished_at, i.created_at) < p_now - s.failed_retention))
+          and ((i.status = 'done' and coalesce(i.finished_at, i.created_at) < s.done_before)
+               or (i.status = 'failed' and coalesce(i.finished_at, i.created_at) < s.failed_before))
           and (p_tenant is null or i.tenant_id = p_tenant)
         returning 1
     )
@@ -183,10 +187,14 @@ begin
     -- until the subject is erased.
     with gone as (
         delete from pgmem.session_messages as m
-        using pgmem.sessions as s, pgmem.settings as st
+        using pgmem.sessions as s,
+              -- The cut-off in a subquery: Citus refuses a STABLE expression on a
+              -- column in a DELETE's own WHERE (docs/scaling.md).
+              (select x.tenant_id, p_now - x.session_retention as closed_before
+               from pgmem.settings as x) as st
         where s.tenant_id = m.tenant_id and s.subject = m.subject and s.session_id = m.session_id
           and st.tenant_id = s.tenant_id and s.status = 'closed'
-          and s.closed_at < p_now - st.session_retention
+          and s.closed_at < st.closed_before
           and (p_tenant is null or m.tenant_id = p_tenant)
         returning 1
     )

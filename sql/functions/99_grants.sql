@@ -56,3 +56,5 @@ revoke execute on function
     pgmem.move_tenant(text, text, integer)
 from pgmem_app;
 grant execute on function pgmem.node_distribution(), pgmem._require_citus() to pgmem_readonly;
+-- The job runner's work (40_jobs.sql) is administration, as pgmem.run_job is.
+revoke execute on function pgmem._job_counts(text, timestamptz, text) from pgmem_app;
