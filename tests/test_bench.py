@@ -104,3 +104,18 @@ def test_bench_refuses_an_existing_database(bench_dsn: str) -> None:
     finally:
         with psycopg.connect(bench_dsn, autocommit=True) as conn:
             conn.execute(f'drop database if exists "{database}"')
+
+
+def test_guard_bench_measures_both_sides_on_locomo(bench_dsn: str) -> None:
+    from pathlib import Path
+
+    from pgmem.lab import guard_bench
+
+    # As tests/test_eval.py: the shared LoCoMo dev split next to the checkout.
+    locomo = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
+    if not locomo.is_file():
+        pytest.skip("LoCoMo data not on this machine")
+    result = guard_bench.run(bench_dsn, locomo, rounds=2, round_size=10)
+    assert result.writes_per_side == 20
+    assert result.ms_per_write_on > 0 and result.ms_per_write_off > 0
+    assert result.ratio == result.ms_per_write_on / result.ms_per_write_off
