@@ -27,6 +27,7 @@ from pgmem import schema
 from pgmem.lab.bench import TENANT, _tenant_connection, bench_database, unique_database
 from pgmem.lab.eval import load_locomo
 from pgmem.queries import bench_guards as q
+from pgmem.queries.bench_layers import CREATE_TENANT
 
 DEFAULT_ROUNDS = 12  # per side, in ABBA order
 DEFAULT_ROUND_SIZE = 100  # turns per round (one statement)
@@ -69,7 +70,7 @@ def run(
     with bench_database(server_dsn, unique_database("pgmem_bench_guards")) as dsn:
         schema.upgrade(dsn)
         with psycopg.connect(dsn, autocommit=True) as admin:
-            admin.execute(q.CREATE_TENANT, {"tenant": TENANT})
+            admin.execute(CREATE_TENANT, {"tenant": TENANT})
         with psycopg.connect(dsn, autocommit=True) as admin, _tenant_connection(dsn) as app:
             # Warm-up round (plans, caches), guards on; not counted.
             order = [True] + [on for _ in range(rounds // 2) for on in (True, False, False, True)]

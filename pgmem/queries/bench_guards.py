@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Final
 
-CREATE_TENANT: Final = "select pgmem.create_tenant(%(tenant)s)"
 # One statement per round: each turn through pgmem.remember (text only, no vector), as
 # the tenant's app role, so the round's time is the write path's and not the network's.
 REMEMBER_ROUND: Final = """
