@@ -18,6 +18,7 @@ from pgmem.extract import LLMError
 from pgmem.queries import backlog
 from pgmem.worker import (
     DEFAULT_BATCH,
+    DEFAULT_JOB_TIMEOUT,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_POLL_INTERVAL,
     Worker,
@@ -86,6 +87,16 @@ def worker(
         int,
         typer.Option("--max-attempts", min=1, help="Attempts before a job is marked failed."),
     ] = DEFAULT_MAX_ATTEMPTS,
+    job_timeout: Annotated[
+        float,
+        typer.Option(
+            "--job-timeout",
+            min=0.1,
+            envvar="PGMEM_JOB_TIMEOUT",
+            help="Seconds one job may take (extraction, embedding and SQL) before it fails"
+            " and is retried, so it cannot stall its batch.",
+        ),
+    ] = DEFAULT_JOB_TIMEOUT,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Log warnings only.")] = False,
     dsn: DsnOption = None,
 ) -> None:
@@ -116,6 +127,7 @@ def worker(
                 batch=batch,
                 poll_interval=poll_interval,
                 max_attempts=max_attempts,
+                job_timeout=job_timeout,
             )
             if bars:
                 with psycopg.connect(url, row_factory=dict_row) as conn:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -117,7 +118,11 @@ def items(
             "content": p.content,
             "embedding": vector,
             "kind": p.kind,
-            "importance": p.importance,
+            # JSON has no NaN or infinity: such an importance travels as its text, which
+            # pgmem.remember_many refuses with PM014 like any importance outside 0..1.
+            "importance": p.importance
+            if p.importance is None or math.isfinite(p.importance)
+            else str(p.importance),
             "source": p.source,
             "triple_subject": triple[0],
             "triple_predicate": triple[1],

@@ -20,8 +20,18 @@ tenant bound, and is marked done (``pgmem.finish_job``) or failed
 (``pgmem.fail_job``: exponential backoff, kept as ``failed`` after ``max_attempts``)
 in that same transaction, which commits once. A worker killed mid-batch commits
 nothing: its rows are pending again and the next worker applies them exactly once.
-Extraction and embedding of a whole batch happen up front (one embedding call for all its turns), so
-the batch transaction holds its locks for the database work only.
+Extraction and embedding of a whole batch happen up front, so the batch transaction
+holds its locks for the database work only.
+
+Budget: each job has ``job_timeout`` seconds (default :data:`DEFAULT_JOB_TIMEOUT`,
+``pgmem worker --job-timeout`` or ``PGMEM_JOB_TIMEOUT``) for its extraction, its
+embedding and its SQL together, so one oversized or slow job cannot hold up the rest of
+its batch. The Python side is a deadline checked after extraction and between embedding
+chunks (a job over it is not embedded further); the SQL side is ``statement_timeout``,
+set to what remains of the budget inside the job's savepoint, which cancels a statement
+that runs or waits for a lock too long. A job over its budget fails with
+:class:`JobTimeout`: retried with backoff, then ``failed`` like any other failure, while
+the other jobs of the batch complete.
 
 Waking: LISTEN ``pgmem_inbox`` on a separate autocommit connection (``pgmem.enqueue``
 notifies it); without a notification the worker still polls every ``poll_interval``
@@ -72,9 +82,11 @@ __all__ = [
     "APPLICATION_NAME",
     "CHANNEL",
     "DEFAULT_BATCH",
+    "DEFAULT_JOB_TIMEOUT",
     "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_POLL_INTERVAL",
     "BatchStats",
+    "JobTimeout",
     "Worker",
     "WorkerError",
     "WorkerStats",
@@ -92,7 +104,12 @@ DEFAULT_POLL_INTERVAL = 5.0
 # pgmem.fail_job's default: with its 2, 4, 8, 16 s backoff a job fails for good about
 # half a minute after its first attempt, long enough to ride out a restart.
 DEFAULT_MAX_ATTEMPTS = 5
-# Memories embedded per pass of the embed pass (one embedding call, one transaction).
+# Seconds one job may take (extraction + embedding + SQL). A turn at enqueue's 256 KB
+# limit takes ~2 s to extract here and minutes to embed its thousands of facts; an
+# ordinary turn takes well under a second, so 30 s fails only the pathological ones.
+DEFAULT_JOB_TIMEOUT = 30.0
+# Memories embedded per pass of the embed pass (one embedding call, one transaction);
+# also the chunk size between two budget checks when a job's facts are embedded.
 EMBED_PASS_LIMIT = 64
 # Sessions summarized per fold pass: each may be an LLM call, made one after another.
 FOLD_PASS_LIMIT = 8
@@ -114,6 +131,10 @@ class WorkerError(RuntimeError):
 
 class JobError(ValueError):
     """A job that can never succeed (malformed payload): failed at once, not retried."""
+
+
+class JobTimeout(TimeoutError):
+    """A job ran over its budget (``job_timeout``): failed for this attempt, retried later."""
 
 
 # ------------------------------------------------------------------------- stats
@@ -179,6 +200,7 @@ class _Turn:
     planned: list[ingest.Planned] = field(default_factory=list)
     vectors: list[list[float] | None] = field(default_factory=list)
     error: BaseException | None = None
+    spent: float = 0.0  # seconds of its budget used before its SQL runs
 
 
 @dataclass
@@ -191,6 +213,7 @@ class _Merge:
     content: str | None = None
     vector: list[float] | None = None
     error: BaseException | None = None
+    spent: float = 0.0
 
 
 def _messages(payload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -223,6 +246,9 @@ def _error_text(exc: BaseException) -> str:
         context = f"\nCONTEXT: {diag.context.strip()}" if diag.context else ""
     else:
         error = "".join(traceback.format_exception_only(exc)).strip()
+        cause = exc.__cause__  # a JobTimeout keeps the cancelled statement's context
+        if isinstance(cause, psycopg.Error) and cause.diag.context:
+            context = f"\nCONTEXT: {cause.diag.context.strip()}"
     frames = "".join(traceback.format_tb(exc.__traceback__, limit=-4)).rstrip()
     text = "\n".join(part for part in (error, frames) if part) + context
     return text if len(text) <= _TRACEBACK_CHARS else text[: _TRACEBACK_CHARS - 1] + "…"
@@ -253,6 +279,7 @@ class Worker:
         batch: int = DEFAULT_BATCH,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        job_timeout: float = DEFAULT_JOB_TIMEOUT,
         embedder: Embedder | None = None,
         llm: LLMExtractor | Literal["env"] | None = "env",
     ) -> None:
@@ -262,11 +289,14 @@ class Worker:
             raise ValueError("poll_interval must be positive")
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
+        if not job_timeout > 0:
+            raise ValueError("job_timeout must be positive")
         self.dsn = dsn
         self.tenant = tenant
         self.batch = batch
         self.poll_interval = poll_interval
         self.max_attempts = max_attempts
+        self.job_timeout = job_timeout
         self.embedder = embedder if embedder is not None else embedder_from_env()
         self.llm = LLMExtractor.from_env() if llm == "env" else llm
         self.stats = WorkerStats()
@@ -479,6 +509,7 @@ class Worker:
         tenant, inbox_id = job["tenant_id"], job["inbox_id"]
         try:
             with conn.transaction():  # a savepoint: a failing job undoes only its own writes
+                self._limit_statements(conn, prepared)
                 self._bind(conn, tenant)
                 if isinstance(prepared, _Turn):
                     result = self._remember_turn(conn, job, prepared)
@@ -492,6 +523,14 @@ class Worker:
         except Exception as exc:
             if conn.broken:
                 raise  # the connection is gone, and the batch with it: nothing was applied
+            if isinstance(exc, psycopg.errors.QueryCanceled) and "statement timeout" in str(exc):
+                # The server's context (where it was cancelled) follows in last_error.
+                over = JobTimeout(
+                    f"job over its {self.job_timeout:g} s budget in the database:"
+                    f" {exc.diag.message_primary}"
+                )
+                over.__cause__, over.__traceback__ = exc, exc.__traceback__
+                exc = over
             self._fail(conn, job, exc)
             stats.failed += 1
             return
@@ -500,6 +539,20 @@ class Worker:
         for action in result.get("actions", ()):
             name = str(action.get("action"))
             stats.actions[name] = stats.actions.get(name, 0) + 1
+
+    def _limit_statements(self, conn: Conn, prepared: _Turn | _Merge | None) -> None:
+        """Give the job's statements what remains of its budget (SET LOCAL inside the
+        savepoint; the next job sets its own, and the batch's commit ends it)."""
+        if prepared is not None and prepared.error is not None:
+            return  # it fails with its own error
+        remaining = self.job_timeout - (prepared.spent if prepared is not None else 0.0)
+        if remaining <= 0:
+            raise JobTimeout(
+                f"job over its {self.job_timeout:g} s budget before its SQL ran"
+                f" ({prepared.spent if prepared else 0:.1f} s extracting and embedding)"
+            )
+        # statement_timeout is in whole milliseconds, and 0 would mean no limit.
+        conn.execute(wq.SET_STATEMENT_TIMEOUT, {"timeout": str(max(1, round(remaining * 1000)))})
 
     def _fail(self, conn: Conn, job: dict[str, Any], exc: Exception) -> None:
         tenant, inbox_id, attempt = job["tenant_id"], job["inbox_id"], job["attempts"] + 1
@@ -542,14 +595,18 @@ class Worker:
 
         def think(job: dict[str, Any]) -> None:
             item = prepared[job["inbox_id"]]
+            assert item is not None
+            started = time.monotonic()
             try:
                 if isinstance(item, _Turn):
                     item.planned, item.result = ingest.plan(_messages(job["payload"]), llm=self.llm)
                 elif isinstance(item, _Merge) and item.error is None and item.texts is not None:
                     self._decide_merge(item, *item.texts)
             except Exception as exc:
-                assert item is not None
                 item.error = exc
+            finally:
+                item.spent += time.monotonic() - started
+            self._check_budget(item, "extracting")
 
         todo = turns + merges
         if self.llm is not None and len(todo) > 1:
@@ -596,23 +653,50 @@ class Worker:
             item.content = merged
 
     def _embed_prepared(self, items: list[_Turn | _Merge]) -> None:
-        """One embedding call for the facts of every turn, one for new merge texts."""
-        turns = [i for i in items if isinstance(i, _Turn) and i.error is None]
-        merges = [
-            i for i in items if isinstance(i, _Merge) and i.error is None and i.content is not None
-        ]
-        try:
-            vectors = iter(ingest.embed([p for t in turns for p in t.planned], self.embedder))
-            for turn in turns:
-                turn.vectors = [next(vectors) for _ in turn.planned]
-            if merges:
-                merged = self.embedder.embed([m.content for m in merges if m.content is not None])
-                for merge, vector in zip(merges, merged, strict=True):
-                    merge.vector = vector
-        except Exception as exc:
-            for item in items:
-                if item.error is None:
-                    item.error = exc
+        """Embed each job's facts (or merged text) in chunks, against its budget.
+
+        One embedding call per job rather than per batch: the local model costs the same
+        per text either way (see DEFAULT_BATCH), and only then is the time a job's own,
+        so a turn with thousands of facts fails alone instead of stalling its batch."""
+        for item in items:
+            if item.error is not None:
+                continue
+            if isinstance(item, _Turn):
+                texts = [p.content for p in item.planned if p.rejected is None]
+            elif item.content is not None:
+                texts = [item.content]
+            else:
+                continue
+            vectors: list[list[float]] = []
+            try:
+                for start in range(0, len(texts), EMBED_PASS_LIMIT):
+                    started = time.monotonic()
+                    try:
+                        vectors += self.embedder.embed(texts[start : start + EMBED_PASS_LIMIT])
+                    finally:
+                        item.spent += time.monotonic() - started
+                    if self._check_budget(item, "embedding"):
+                        break
+            except Exception as exc:
+                item.error = exc
+            if item.error is not None:
+                continue
+            if isinstance(item, _Turn):
+                chunk = iter(vectors)
+                item.vectors = [
+                    None if p.rejected is not None else next(chunk) for p in item.planned
+                ]
+            else:
+                item.vector = vectors[0]
+
+    def _check_budget(self, item: _Turn | _Merge, doing: str) -> bool:
+        """Marks a job that ran over its budget failed; True when it did."""
+        if item.error is None and item.spent > self.job_timeout:
+            item.error = JobTimeout(
+                f"job over its {self.job_timeout:g} s budget while {doing}"
+                f" ({item.spent:.1f} s spent)"
+            )
+        return isinstance(item.error, JobTimeout)
 
     # -------------------------------------------------------------------- apply
 

@@ -5,6 +5,9 @@ No timing is asserted: only that every step ran and measured something.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
@@ -104,3 +107,17 @@ def test_bench_refuses_an_existing_database(bench_dsn: str) -> None:
     finally:
         with psycopg.connect(bench_dsn, autocommit=True) as conn:
             conn.execute(f'drop database if exists "{database}"')
+
+
+def test_guard_bench_measures_both_sides_on_locomo(bench_dsn: str, tmp_path: Path) -> None:
+    # The layout of the real file (docs/benchmarks.md has the real run's figure).
+    from test_eval import locomo_sample
+
+    from pgmem.lab import guard_bench
+
+    locomo = tmp_path / "locomo-sample.json"
+    locomo.write_text(json.dumps(locomo_sample()))
+    result = guard_bench.run(bench_dsn, locomo, rounds=2, round_size=5)
+    assert result.writes_per_side == 10
+    assert result.ms_per_write_on > 0 and result.ms_per_write_off > 0
+    assert result.ratio == result.ms_per_write_on / result.ms_per_write_off

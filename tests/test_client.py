@@ -4,6 +4,7 @@ cycle, isolation between tenants, and export/import."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
@@ -353,3 +354,17 @@ def test_text_only_client_stores_without_embeddings(
     memory_id = memory.add("I live in Oslo", "kim")[0]["memory_id"]
     assert stored(memory, memory_id)["embedded"] is False
     assert memory.search("Oslo", "kim")[0]["memory_id"] == memory_id
+
+
+@pytest.mark.parametrize("importance", [1e400, -1e400, math.nan, 1e300])
+def test_importance_no_float_type_holds_is_pm014_on_every_path(
+    acme: Memory, importance: float
+) -> None:
+    memory_id = acme.add("I love tea", user_id="alice", infer=False)[0]["memory_id"]
+    for call in (
+        lambda: acme.add("I love coffee", user_id="alice", infer=False, importance=importance),
+        lambda: acme.update(memory_id, importance=importance),
+    ):
+        with pytest.raises(psycopg.Error) as info:
+            call()
+        assert info.value.sqlstate == "PM014", info.value

@@ -902,3 +902,100 @@ def test_cli_reports_bad_setup_in_one_line(dsn: str, admin: psycopg.Connection) 
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1].startswith("error: role ")
     assert "pass --tenant" in done.stderr
+
+
+# ---------------------------------------------------------------- per-job budget
+
+
+def _run_in_thread(worker: Worker) -> tuple[threading.Thread, list[WorkerStats]]:
+    """A worker draining once in a thread, so a test can see whether it comes back."""
+    result: list[WorkerStats] = []
+    thread = threading.Thread(target=lambda: result.append(worker.run(once=True)), daemon=True)
+    thread.start()
+    return thread, result
+
+
+def test_a_job_stuck_in_the_database_fails_alone_within_its_budget(
+    dsn: str,
+    admin: psycopg.Connection,
+    tenant_login: Login,
+    hold_subject: Callable[[str, str], psycopg.Connection],
+    embedder: LocalEmbedder,
+) -> None:
+    acme = tenant_login("acme")
+    stuck = enqueue(acme, "hana", "I love tea")
+    others = [enqueue(acme, s, f"I work at Firm {s}") for s in ("gus", "ivy", "jon")]
+    # Another session holds hana's subject row: her job's pgmem.remember_many waits for it
+    # for real, as it would behind any long transaction.
+    blocker = hold_subject("acme", "hana")
+    # 3 s per job: longer than the 2 s backoff after a first failure (counted from the
+    # batch's start), so one draining run sees the second attempt too.
+    worker = make_worker(dsn, embedder, batch=16, job_timeout=3.0, max_attempts=2)
+    try:
+        thread, result = _run_in_thread(worker)
+        thread.join(PATIENCE)
+        assert not thread.is_alive(), "the stuck job stalled its batch"
+    finally:
+        blocker.rollback()
+    # Two batches: four jobs (three done), then the retry, failed for good.
+    stats = result[0]
+    assert (stats.batches, stats.jobs, stats.done, stats.failed) == (2, 5, 3, 2)
+    status, attempts, last_error = acme.execute(
+        "select status, attempts, last_error from pgmem.inbox where inbox_id = %s", (stuck,)
+    ).fetchone()
+    assert (status, attempts) == ("failed", 2)
+    assert last_error.startswith(
+        "pgmem.worker.JobTimeout: job over its 3 s budget in the database:"
+        " canceling statement due to statement timeout"
+    )
+    # The batch's other jobs committed, with their memories.
+    done = acme.execute(
+        "select inbox_id from pgmem.inbox where status = 'done' order by inbox_id"
+    ).fetchall()
+    assert [r[0] for r in done] == others
+    assert sorted(r[0] for r in acme.execute("select subject from pgmem.memories")) == [
+        "gus",
+        "ivy",
+        "jon",
+    ]
+    # Once the lock is gone, a retry of the failed job succeeds.
+    assert acme.execute("select pgmem.retry_failed_jobs()").fetchone() == (1,)
+    assert worker.run(once=True).done == 1
+    assert acme.execute("select content from pgmem.memories where subject = 'hana'").fetchall() == [
+        ("User loves tea",)
+    ]
+
+
+def test_an_oversized_turn_fails_alone_while_embedding(
+    dsn: str, tenant_login: Login, embedder: LocalEmbedder
+) -> None:
+    acme = tenant_login("acme")
+    # Just under enqueue's 256 KB payload limit: 8,000 facts, extracted in about two
+    # seconds here and embedded in minutes, all on the worker's own CPU.
+    huge = " ".join(f"I love tea number {i}. I work at Corp{i} in Paris." for i in range(4000))
+    big = enqueue(acme, "kim", huge)
+    small = [enqueue(acme, s, f"I live in {s.title()}ville") for s in ("lea", "max")]
+    stats = make_worker(dsn, embedder, batch=16, job_timeout=5.0, max_attempts=2).run(once=True)
+    # The first batch lasts longer than the 2 s backoff, so the retry is due in this run.
+    assert (stats.batches, stats.jobs, stats.done, stats.failed) == (2, 4, 2, 2)
+    status, attempts, last_error = acme.execute(
+        "select status, attempts, last_error from pgmem.inbox where inbox_id = %s", (big,)
+    ).fetchone()
+    assert (status, attempts) == ("failed", 2)
+    assert last_error.splitlines()[0].startswith(
+        "pgmem.worker.JobTimeout: job over its 5 s budget while"
+    )
+    assert acme.execute(
+        "select count(*) from pgmem.inbox where status = 'done' and inbox_id = any(%s)", (small,)
+    ).fetchone() == (2,)
+    assert sorted(r[0] for r in acme.execute("select subject from pgmem.memories")) == [
+        "lea",
+        "max",
+    ]
+    unembedded = acme.execute("select count(*) from pgmem.memories where embedding is null")
+    assert unembedded.fetchone() == (0,)
+
+
+def test_job_timeout_must_be_positive(dsn: str, embedder: LocalEmbedder) -> None:
+    with pytest.raises(ValueError, match="job_timeout"):
+        make_worker(dsn, embedder, job_timeout=0)

@@ -386,3 +386,77 @@ def test_remember_waiting_for_an_erase_starts_the_subject_afresh(acme: Tenant, d
     assert db.admin.execute(
         "select content from pgmem.memories where tenant_id = %s", (acme.name,)
     ).fetchall() == [("Alice likes coffee",)]
+
+
+# --- values the call site could not cast (issue 8, item 9) --------------------
+
+
+def test_batch_importance_beyond_double_precision_is_pm014(acme: Tenant, db: Db) -> None:
+    # 1e400 is a valid JSON number that no float type holds: refused as out of 0..1,
+    # not with the cast's raw 22003.
+    for importance in ("1e400", "-1e400"):
+        with pytest.raises(psycopg.Error) as info:
+            acme.conn.execute(
+                "select * from pgmem.remember_many(%s::jsonb, 'alice')",
+                (f'[{{"content": "ok"}}, {{"content": "ok", "importance": {importance}}}]',),
+            )
+        assert info.value.sqlstate == "PM014"
+        assert "p_items[2].importance" in info.value.diag.message_primary
+    assert counts(db.admin, acme.name) == dict.fromkeys(WRITTEN, 0)
+
+
+@pytest.mark.parametrize("importance", [1e300, -1e300, math.inf, math.nan])
+def test_update_importance_beyond_real_is_pm014(acme: Tenant, importance: float) -> None:
+    from pgmem import queries
+
+    memory_id = remember(acme.conn, "alice", "Alice likes tea")[1]
+    params = dict.fromkeys(
+        ("content", "embedding", "kind", "metadata", "triple_subject", "triple_predicate"),
+    ) | {"triple_object": None, "memory_id": memory_id, "importance": importance}
+    with pytest.raises(psycopg.Error) as info:
+        acme.conn.execute(queries.UPDATE_MEMORY, params)
+    assert info.value.sqlstate == "PM014"
+    assert "p_importance" in info.value.diag.message_primary
+    assert info.value.diag.message_hint
+
+
+def _query_params(embedding: list[float]) -> dict[str, Any]:
+    return dict.fromkeys(
+        ("kinds", "session_id", "since", "until", "as_of", "metadata", "min_score")
+    ) | {
+        "subject": "alice",
+        "query": "tea",
+        "embedding": embedding,
+        "k": 5,
+        "token_budget": 500,
+        "mmr_lambda": None,
+        "hops": 0,
+        "reinforce": False,
+    }
+
+
+@pytest.mark.parametrize("statement", ["RECALL", "CONTEXT", "PROMPT"])
+@pytest.mark.parametrize(
+    ("embedding", "sqlstate"),
+    [
+        ([math.nan] + [0.5] * (DIMS - 1), "PM016"),
+        ([0.5] * (DIMS - 1) + [math.inf], "PM016"),
+        ([0.5] * (DIMS - 1) + [1e300], "PM016"),  # beyond real: infinite once cast
+        ([0.5] * 3, "PM015"),
+        ([0.0] * DIMS, "PM017"),
+    ],
+)
+def test_bad_query_vector_of_pgmems_statements_is_a_pm_code(
+    acme: Tenant, statement: str, embedding: list[float], sqlstate: str
+) -> None:
+    from pgmem import queries
+    from pgmem.queries import layers
+
+    remember(acme.conn, "alice", "Alice likes tea")
+    text = getattr(layers, statement) if statement == "PROMPT" else getattr(queries, statement)
+    params = _query_params(embedding) | ({"session_id": "s1"} if statement == "PROMPT" else {})
+    with pytest.raises(psycopg.Error) as info:
+        acme.conn.execute(text, params)
+    assert info.value.sqlstate == sqlstate, info.value
+    assert "p_embedding" in info.value.diag.message_primary
+    assert info.value.diag.message_hint

@@ -9,8 +9,9 @@ or pgmem_admin bypasses RLS, so without it a service connection bound with
 
 Optional filters are written as ``(%(x)s::type is null or …)`` so each statement is
 one fixed text: nothing is assembled from strings at run time. Embeddings travel as
-``float8[]`` and are cast in SQL (``::real[]`` for the write path, ``::public.vector``
-for recall), so no pgvector adapter has to be registered on a caller's connection.
+``float8[]`` and are cast in SQL (``::real[]`` for the write path; recall's go through
+``pgmem.query_vector``, which refuses NaN or out-of-range values with PM015-PM017 before
+pgvector's cast could), so no pgvector adapter has to be registered on a caller's connection.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ from pgmem.update_memory(
     p_memory_id => %(memory_id)s,
     p_content => %(content)s,
     p_embedding => %(embedding)s::real[],
-    p_importance => %(importance)s::real,
+    p_importance => pgmem._importance_arg(%(importance)s::float8),
     p_kind => %(kind)s,
     p_metadata => %(metadata)s,
     p_triple_subject => %(triple_subject)s,
@@ -101,7 +102,7 @@ select r.memory_id, r.content, r.kind, r.score, r.relevance, r.importance, r.rec
 from pgmem.recall(
     p_subject => %(subject)s,
     p_query => %(query)s,
-    p_embedding => %(embedding)s::real[]::public.vector,
+    p_embedding => pgmem.query_vector(%(embedding)s::float8[]),
     p_k => %(k)s,
     p_kinds => %(kinds)s::text[],
     p_session_id => %(session_id)s,
@@ -120,7 +121,7 @@ CONTEXT: Final = """
 select pgmem.context(
     p_subject => %(subject)s,
     p_query => %(query)s,
-    p_embedding => %(embedding)s::real[]::public.vector,
+    p_embedding => pgmem.query_vector(%(embedding)s::float8[]),
     p_token_budget => %(token_budget)s,
     p_k => %(k)s,
     p_kinds => %(kinds)s::text[],

@@ -34,3 +34,8 @@ CLAIM_UNEMBEDDED: Final = "select * from pgmem.claim_unembedded(%(limit)s)"
 SET_EMBEDDING: Final = (
     "select pgmem.set_embedding(%(memory_id)s::bigint, %(embedding)s::real[], %(model)s::text)"
 )
+# A job's budget in the database (pgmem.worker's job_timeout): local to the batch
+# transaction, and undone with the job's savepoint if the job fails.
+SET_STATEMENT_TIMEOUT: Final = (
+    "select pg_catalog.set_config('statement_timeout', %(timeout)s, true)"
+)

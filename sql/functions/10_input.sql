@@ -185,3 +185,58 @@ comment on function pgmem._check_memory_input(integer, pgmem.settings, text, tex
                                                double precision, text, text, text, text, jsonb) is
     'Raises PM010-PM020 (see sql/functions/10_input.sql) for a memory that must not be stored; p_item numbers the item of a batch (internal).';
 
+
+-- Values a call site cannot even cast (issue 8): pgmem's own statements pass
+-- query vectors and importances as double precision and convert them here, so
+-- NaN (pgvector's cast: 22000) or a number beyond real (22003) is a PM code.
+
+create or replace function pgmem.query_vector(p_embedding double precision[])
+returns public.vector
+language plpgsql
+stable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_settings pgmem.settings;
+    -- The largest finite real: beyond it the cast to real[] overflows (22003).
+    v_real_max constant double precision := 3.4028234663852886e38;
+begin
+    if p_embedding is null then
+        return null;
+    end if;
+    select s.* into v_settings from pgmem.settings as s where s.tenant_id = pgmem._require_tenant();
+    perform pgmem._check_embedding_stats(
+                v_settings, 'p_',
+                case when pg_catalog.array_ndims(p_embedding) = 1 then pg_catalog.cardinality(p_embedding) else -1 end,
+                pg_catalog.count(*) filter (where x.v is null or x.v in ('NaN', 'Infinity', '-Infinity')
+                                                  or pg_catalog.abs(x.v) > v_real_max) = 0,
+                pg_catalog.sqrt(pg_catalog.sum(x.v * x.v) filter (where pg_catalog.abs(x.v) <= v_real_max)))
+    from pg_catalog.unnest(p_embedding) as x(v);
+    return p_embedding::real[]::public.vector;
+end
+$$;
+
+comment on function pgmem.query_vector(double precision[]) is
+    'The query vector for pgmem.recall, pgmem.context and pgmem.prompt from a float8 array, checked first: PM015 (dimension), PM016 (NaN, infinite, NULL or beyond single precision) or PM017 (zero or degenerate) instead of pgvector''s cast error. NULL stays NULL.';
+
+create or replace function pgmem._importance_arg(p_importance double precision)
+returns real
+language plpgsql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- NaN sorts above every number in PostgreSQL, so it fails the range test too.
+    if p_importance is not null and not (p_importance between 0 and 1) then
+        raise exception 'p_importance % is outside 0..1', p_importance
+            using errcode = 'PM014',
+                  hint = 'Pass a value between 0 and 1, or NULL for the tenant''s default_importance.';
+    end if;
+    return p_importance::real;
+end
+$$;
+
+comment on function pgmem._importance_arg(double precision) is
+    'An importance from a float8 parameter as real, or PM014 when it is outside 0..1, before a cast to real could overflow (internal; pgmem''s update statement uses it).';

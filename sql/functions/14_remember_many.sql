@@ -60,6 +60,10 @@ begin
        or exists (select from pg_catalog.jsonb_object_keys(e.v) as k(key) where k.key <> all (v_keys))
        or pg_catalog.jsonb_typeof(e.v -> 'embedding') not in ('array', 'string', 'null')
        or pg_catalog.jsonb_typeof(e.v -> 'importance') not in ('number', 'null')
+       -- Compared as numeric: 1e400 is a JSON number that no float type holds, so the
+       -- cast to double precision below would fail with a raw 22003.
+       or (pg_catalog.jsonb_typeof(e.v -> 'importance') = 'number'
+           and pg_catalog.abs((e.v -> 'importance')::numeric) > 1.7976931348623157e308)
        or pg_catalog.jsonb_typeof(e.v -> 'rejected') not in ('string', 'null')
     order by e.i
     limit 1;
