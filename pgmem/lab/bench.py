@@ -336,14 +336,14 @@ from pgmem.recall(%(subject)s, %(text)s, %(embedding)s::public.vector, p_k => 10
 
 # The same scoring over every active memory of the subject, ordered as
 # pgmem.recall orders (score as real, then memory_id), with the query terms
-# weighted as recall weighs them (idf over the subject's active memories).
+# weighted by recall's own helpers (pgmem._query_terms, pgmem._term_weight)
+# over the subject's active memories.
 EXACT_IDS = """
 with terms as (
     select l.position, l.lexeme,
            pg_catalog.to_tsquery('pg_catalog.simple'::regconfig,
                                  pg_catalog.quote_literal(l.lexeme)) as query
-    from pg_catalog.unnest(pg_catalog.tsvector_to_array(pgmem._tsv(%(text)s)))
-        with ordinality as l(lexeme, position)
+    from pg_catalog.unnest(pgmem._query_terms(%(text)s)) with ordinality as l(lexeme, position)
 ),
 subject as (
     select m.memory_id, m.fts
@@ -352,9 +352,7 @@ subject as (
 ),
 weights as (
     select pg_catalog.array_agg(t.lexeme order by t.position) as lexemes,
-           pg_catalog.array_agg(
-               pg_catalog.ln(1 + (c.n + 1)::double precision / (c.df + 1))::real order by t.position
-           ) as weights
+           pg_catalog.array_agg(pgmem._term_weight(c.n, c.df) order by t.position) as weights
     from terms as t
     join (select t.position, pg_catalog.count(*) as n,
                  pg_catalog.count(*) filter (where s.fts @@ t.query) as df
