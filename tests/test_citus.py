@@ -117,7 +117,11 @@ def test_tenant_tables_are_distributed_and_colocated_globals_are_reference(
     ).fetchall()
     kinds = {name: (method, model) for name, method, model, _ in rows}
     distributed = {"subjects", "memories", "memory_links", "memory_events", "inbox"} | {
-        "sessions", "session_messages", "session_summaries", "tasks", "task_steps"
+        "sessions",
+        "session_messages",
+        "session_summaries",
+        "tasks",
+        "task_steps",
     }
     assert {n for n, k in kinds.items() if k[0] == "h"} == distributed
     assert {n for n, k in kinds.items() if k == ("n", "t")} == {
