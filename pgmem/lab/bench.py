@@ -45,12 +45,14 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg.types.numeric import Int8
 
 from pgmem import schema
+from pgmem.lab.scratch import drop_database, scratch_database, tenant_connection
+from pgmem.queries import bench as Q
+from pgmem.queries import bench_layers as LQ
 
 PER_SUBJECT = 1_000
 SMALL_TENANTS = 99
@@ -193,235 +195,6 @@ class PointResult:
 
 # ---------------------------------------------------------------------- SQL, by name
 
-SETUP_TOPICS = """
-create table public.bench_topics as
-select t, public.l2_normalize(array(
-           select random() * 2 - 1 from generate_series(1, %(dims)s) where t >= 0
-       )::public.vector) as center
-from generate_series(0, %(topics)s - 1) as t
-"""
-
-SETUP_NOISE = """
-create table public.bench_noise as
-select n, array(
-           select (random() * 2 - 1) * %(noise)s from generate_series(1, %(dims)s) where n >= 0
-       )::public.vector as v
-from generate_series(0, %(pool)s - 1) as n
-"""
-
-CREATE_TENANTS = """
-select pgmem.create_tenant(%(tenant)s), pgmem.create_tenant(pg_catalog.format('bench-small-%%s', i))
-from generate_series(1, %(small_tenants)s) as i
-"""
-
-CREATE_SUBJECTS = """
-insert into pgmem.subjects (tenant_id, subject)
-select %(tenant)s, pg_catalog.format('user-%%s', s) from generate_series(0, %(subjects)s - 1) as s
-union all
-select pg_catalog.format('bench-small-%%s', i), pg_catalog.format('user-%%s', j)
-from generate_series(1, %(small_tenants)s) as i, generate_series(0, 1) as j
-"""
-
-SECONDARY_INDEXES = """
-select c.relname as name, pg_catalog.pg_get_indexdef(i.indexrelid) as definition
-from pg_catalog.pg_index as i
-join pg_catalog.pg_class as c on c.oid = i.indexrelid
-where i.indrelid = 'pgmem.memories'::regclass and not i.indisprimary
-order by c.relname
-"""
-
-# Subject s draws its topics from (s * 37 + j) % 256, j < 20; row i of the
-# big tenant belongs to subject i % subjects, so a subject's rows spread
-# over the whole heap. Small tenants are numbered after the big subjects.
-GENERATE_MEMORIES = """
-insert into pgmem.memories (tenant_id, subject, kind, content, embedding, importance,
-                            effective_importance, access_count, last_accessed_at, created_at,
-                            valid_from, session_id, source)
-select r.tenant_id, r.subject, r.kind, r.content, r.embedding, r.importance,
-       -- What the hourly decay job would have stored by now: the engine's own
-       -- formula and per-kind rate (30_lifecycle.sql).
-       pgmem._decayed(r.importance, p.decay_per_second, r.last_accessed_at, %(now)s),
-       r.access_count, r.last_accessed_at, r.created_at, r.created_at, r.session_id, 'import'
-from (
-    select g.tenant_id, g.subject,
-           case when g.r_kind < 0.4 then 'semantic' when g.r_kind < 0.7 then 'episodic'
-                when g.r_kind < 0.9 then 'preference' else 'procedural' end as kind,
-           pg_catalog.format('memory %%s of %%s on topic%%s: w%%s w%%s w%%s', g.i, g.subject,
-                             g.topic, g.topic * 8 + g.w1, g.topic * 8 + g.w2, g.w3) as content,
-           public.l2_normalize(t.center operator(public.+) n1.v operator(public.+) n2.v)
-               as embedding,
-           (0.1 + 0.9 * g.r_importance)::real as importance,
-           (g.r_access ^ 3 * 30)::integer as access_count,
-           %(now)s - g.r_age * interval '400 days' * g.r_last as last_accessed_at,
-           %(now)s - g.r_age * interval '400 days' as created_at,
-           pg_catalog.format('session-%%s', g.i / 20) as session_id
-    from (
-        select x.*,
-               (x.subject_no * 37
-                + (random() * %(topics_per_subject)s)::integer %% %(topics_per_subject)s
-               ) %% %(topics)s as topic,
-               (random() * 7)::integer as w1, (random() * 7)::integer as w2,
-               (random() * 2000)::integer as w3,
-               random() as r_kind, random() as r_importance, random() as r_access,
-               random() as r_age, random() as r_last,
-               (random() * (%(pool)s - 1))::integer as a,
-               (random() * (%(pool)s - 1))::integer as b
-        from (
-            select i, %(tenant)s as tenant_id,
-                   pg_catalog.format('user-%%s', i %% %(subjects)s) as subject,
-                   i %% %(subjects)s as subject_no
-            from generate_series(0, %(subjects)s * %(per_subject)s - 1) as i
-            union all
-            select %(subjects)s * %(per_subject)s + i,
-                   pg_catalog.format('bench-small-%%s', 1 + i %% %(small_tenants)s),
-                   pg_catalog.format('user-%%s', i / %(small_tenants)s %% 2),
-                   %(subjects)s + i %% (2 * %(small_tenants)s)
-            from generate_series(0, %(small_tenants)s * %(small_size)s - 1) as i
-        ) as x
-    ) as g
-    join public.bench_topics as t on t.t = g.topic
-    join public.bench_noise as n1 on n1.n = g.a
-    join public.bench_noise as n2 on n2.n = g.b
-) as r
-join pgmem._decay_policy as p on p.tenant_id = r.tenant_id and p.kind = r.kind
-"""
-
-SIZES = """
-select pg_catalog.pg_table_size('pgmem.memories') as table_bytes,
-       pg_catalog.pg_indexes_size('pgmem.memories') as index_bytes,
-       (select pg_catalog.count(*) from pgmem.memories) as memories,
-       (select pg_catalog.count(distinct tenant_id) from pgmem.memories) as tenants,
-       (select pg_catalog.count(*) from pgmem.subjects) as subjects
-"""
-
-INDEX_SIZES = """
-select c.relname as name, pg_catalog.pg_relation_size(i.indexrelid) as bytes
-from pg_catalog.pg_index as i
-join pg_catalog.pg_class as c on c.oid = i.indexrelid
-where i.indrelid = 'pgmem.memories'::regclass
-order by c.relname
-"""
-
-# A query asks a subject about one of its topics: an embedding near the
-# topic's centre and two of its words.
-QUERIES = """
-select pg_catalog.format('user-%%s', q.s) as subject,
-       pg_catalog.format('w%%s topic%%s', t.t * 8 + q.w, t.t) as text,
-       public.l2_normalize(t.center operator(public.+) n.v)::text as embedding
-from (
-    select (random() * (%(subjects)s - 1))::integer as s,
-           (random() * (%(topics_per_subject)s - 1))::integer as j,
-           (random() * 7)::integer as w, (random() * (%(pool)s - 1))::integer as a, g
-    from generate_series(1, %(n)s) as g
-) as q
-join public.bench_topics as t on t.t = (q.s * 37 + q.j) %% %(topics)s
-join public.bench_noise as n on n.n = q.a
-order by q.g
-"""
-
-BIND_TENANT = "select pgmem.set_tenant(%(tenant)s, false)"
-ACT_AS_SERVICE = "set role pgmem_service"
-
-RECALL = """
-explain (analyze, timing off, summary on, format json)
-select * from pgmem.recall(%(subject)s, %(text)s, %(embedding)s::public.vector, p_k => 10,
-                           p_reinforce => %(reinforce)s)
-"""
-
-RECALL_IDS = """
-select r.memory_id
-from pgmem.recall(%(subject)s, %(text)s, %(embedding)s::public.vector, p_k => 10,
-                  p_reinforce => false, p_now => %(now)s) as r
-"""
-
-# The same scoring over every active memory of the subject, ordered as
-# pgmem.recall orders (score as real, then memory_id), with the query terms
-# weighted as recall weighs them (idf over the subject's active memories).
-EXACT_IDS = """
-with terms as (
-    select l.position, l.lexeme,
-           pg_catalog.to_tsquery('pg_catalog.simple'::regconfig,
-                                 pg_catalog.quote_literal(l.lexeme)) as query
-    from pg_catalog.unnest(pg_catalog.tsvector_to_array(pgmem._tsv(%(text)s)))
-        with ordinality as l(lexeme, position)
-),
-subject as (
-    select m.memory_id, m.fts
-    from pgmem.memories as m
-    where m.tenant_id = %(tenant)s and m.subject = %(subject)s and m.status = 'active'
-),
-weights as (
-    select pg_catalog.array_agg(t.lexeme order by t.position) as lexemes,
-           pg_catalog.array_agg(
-               pg_catalog.ln(1 + (c.n + 1)::double precision / (c.df + 1))::real order by t.position
-           ) as weights
-    from terms as t
-    join (select t.position, pg_catalog.count(*) as n,
-                 pg_catalog.count(*) filter (where s.fts @@ t.query) as df
-          from terms as t cross join subject as s
-          group by t.position) as c on c.position = t.position
-)
-select r.memory_id
-from pgmem.settings as s
-cross join weights as w
-cross join lateral pgmem._recall_rows(
-    s.tenant_id, s, %(subject)s, array(select memory_id from subject),
-    %(embedding)s::public.vector, w.lexemes, w.weights,
-    %(now)s, %(now)s, null, null, null, null, null) as r
-where s.tenant_id = %(tenant)s
-order by (s.w_relevance::double precision * r.relevance + r.base_score)::real desc, r.memory_id desc
-limit 10
-"""
-
-# New memories for existing subjects, with precomputed embeddings.
-REMEMBER_ITEMS = """
-select pg_catalog.jsonb_build_object(
-           'subject', pg_catalog.format('user-%%s', q.s),
-           'content', pg_catalog.format('new memory %%s of user-%%s on topic%%s: w%%s',
-                                        q.g, q.s, t.t, t.t * 8 + q.w),
-           'embedding', public.l2_normalize(
-               t.center operator(public.+) n1.v operator(public.+) n2.v)::text,
-           'kind', 'semantic',
-           'importance', 0.5,
-           'source', 'import') as item
-from (
-    select (random() * (%(subjects)s - 1))::integer as s,
-           (random() * (%(topics_per_subject)s - 1))::integer as j,
-           (random() * 7)::integer as w, (random() * (%(pool)s - 1))::integer as a,
-           (random() * (%(pool)s - 1))::integer as b, g
-    from generate_series(1, %(n)s) as g
-) as q
-join public.bench_topics as t on t.t = (q.s * 37 + q.j) %% %(topics)s
-join public.bench_noise as n1 on n1.n = q.a
-join public.bench_noise as n2 on n2.n = q.b
-order by q.g
-"""
-
-REMEMBER_MANY = """
-select r.action, pg_catalog.count(*) as n
-from pgmem.remember_many(%(items)s) as r
-group by r.action
-"""
-
-DECAY = "select pgmem.decay(%(now)s) as n"
-ARCHIVE = "select a.weak + a.expired as n from pgmem.archive(%(now)s) as a"
-
-MACHINE = """
-select pg_catalog.current_setting('server_version') as postgres,
-       (select e.extversion from pg_catalog.pg_extension as e
-        where e.extname = 'vector') as pgvector,
-       pg_catalog.current_setting('shared_buffers') as shared_buffers,
-       pg_catalog.current_setting('work_mem') as work_mem,
-       pg_catalog.current_setting('maintenance_work_mem') as maintenance_work_mem,
-       pg_catalog.current_setting('max_parallel_maintenance_workers') as parallel_maintenance,
-       pg_catalog.current_setting('synchronous_commit') as synchronous_commit
-"""
-
-FUNCTION_EXISTS = """
-select exists (select from pg_catalog.pg_proc as p
-               where p.pronamespace = 'pgmem'::regnamespace and p.proname = %(name)s) as present
-"""
-
 
 # ---------------------------------------------------------------------- running
 
@@ -436,22 +209,10 @@ def _quiet(_: str) -> None:
 @contextmanager
 def bench_database(server_dsn: str, name: str, *, keep: bool = False) -> Iterator[str]:
     """A new database on the server for one scale point; dropped afterwards unless ``keep``."""
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        exists = conn.execute("select 1 from pg_database where datname = %s", (name,)).fetchone()
-        if exists:
-            raise BenchError(
-                f'database "{name}" already exists (a kept or interrupted run?); '
-                f'drop it (drop database "{name}") or pass --database'
-            )
-        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-    try:
-        yield make_conninfo(server_dsn, dbname=name)
-    finally:
-        if not keep:
-            with psycopg.connect(server_dsn, autocommit=True) as conn:
-                conn.execute(
-                    sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
-                )
+    with scratch_database(
+        server_dsn, name, owner="pgmem bench", keep=keep, migrate=False, error=BenchError
+    ) as dsn:
+        yield dsn
 
 
 def machine(server_dsn: str) -> dict[str, Any]:
@@ -465,13 +226,11 @@ def machine(server_dsn: str) -> dict[str, Any]:
         "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
     }
     with psycopg.connect(server_dsn, row_factory=dict_row) as conn:
-        row = conn.execute(MACHINE).fetchone() or {}
+        row = conn.execute(Q.MACHINE).fetchone() or {}
     info.update(row)
     if info.get("pgvector") is None:
         with psycopg.connect(server_dsn, row_factory=dict_row) as conn:
-            available = conn.execute(
-                "select default_version from pg_available_extensions where name = 'vector'"
-            ).fetchone()
+            available = conn.execute(Q.VECTOR_AVAILABLE).fetchone()
         info["pgvector"] = available["default_version"] if available else None
     return info
 
@@ -530,12 +289,7 @@ def run(
             progress(results[-1].summary())
         if keep and memories != scales[-1]:
             # The next point needs the name: keeping applies to the last one.
-            with psycopg.connect(server_dsn, autocommit=True) as conn:
-                conn.execute(
-                    sql.SQL("drop database if exists {} with (force)").format(
-                        sql.Identifier(database)
-                    )
-                )
+            drop_database(server_dsn, database)
     return results
 
 
@@ -557,19 +311,19 @@ def run_point(
     notes: list[str] = []
     with psycopg.connect(dsn, autocommit=True, row_factory=dict_row) as conn:
         for name in ("remember_many", "decay", "archive"):
-            found = conn.execute(FUNCTION_EXISTS, {"name": name}).fetchone()
+            found = conn.execute(Q.FUNCTION_EXISTS, {"name": name}).fetchone()
             if not (found and found["present"]):
                 raise BenchError(f"pgmem.{name} does not exist in this schema: the bench calls it")
         load_s, index_s = _load(conn, scale, say)
-        sizes = conn.execute(SIZES).fetchone()
+        sizes = conn.execute(Q.SIZES).fetchone()
         assert sizes is not None
-        index_bytes = {r["name"]: int(r["bytes"]) for r in conn.execute(INDEX_SIZES).fetchall()}
-        now = conn.execute("select now() as now").fetchone()["now"]  # type: ignore[index]
+        index_bytes = {r["name"]: int(r["bytes"]) for r in conn.execute(Q.INDEX_SIZES).fetchall()}
+        now = conn.execute(LQ.NOW).fetchone()["now"]  # type: ignore[index]
         params = _params(scale)
-        conn.execute("select setseed(%s)", (SEED / 2,))
-        asked = conn.execute(QUERIES, {**params, "n": Int8(queries + 20)}).fetchall()
-        conn.execute("select setseed(%s)", (SEED / 3,))
-        generated = conn.execute(REMEMBER_ITEMS, {**params, "n": Int8(remember)}).fetchall()
+        conn.execute(Q.SET_SEED, (SEED / 2,))
+        asked = conn.execute(Q.QUERIES, {**params, "n": Int8(queries + 20)}).fetchall()
+        conn.execute(Q.SET_SEED, (SEED / 3,))
+        generated = conn.execute(Q.REMEMBER_ITEMS, {**params, "n": Int8(remember)}).fetchall()
         items = [r["item"] for r in generated]
 
     say(f"{scale.memories:,}: recall latency ({queries} queries)")
@@ -585,8 +339,8 @@ def run_point(
     with _tenant_connection(dsn) as conn:
         for q in sample:
             args = {**q, "now": now, "tenant": TENANT}
-            got = {r["memory_id"] for r in conn.execute(RECALL_IDS, args).fetchall()}
-            exact = {r["memory_id"] for r in conn.execute(EXACT_IDS, args).fetchall()}
+            got = {r["memory_id"] for r in conn.execute(Q.RECALL_IDS, args).fetchall()}
+            exact = {r["memory_id"] for r in conn.execute(Q.EXACT_IDS, args).fetchall()}
             hits += len(got & exact)
             if len(exact) < 10:
                 notes.append(f"{q['subject']} has fewer than 10 visible memories")
@@ -597,7 +351,7 @@ def run_point(
     with _tenant_connection(dsn) as conn:
         started = time.perf_counter()
         for i in range(0, len(items), batch):
-            for row in conn.execute(REMEMBER_MANY, {"items": Jsonb(items[i : i + batch])}):
+            for row in conn.execute(Q.REMEMBER_MANY, {"items": Jsonb(items[i : i + batch])}):
                 actions[row["action"]] = actions.get(row["action"], 0) + int(row["n"])
         remember_s = time.perf_counter() - started
 
@@ -605,13 +359,13 @@ def run_point(
     if maintenance:
         say(f"{scale.memories:,}: decay + archive")
         with psycopg.connect(dsn, autocommit=True) as conn:  # superuser: every tenant
-            conn.execute("set jit = off")
+            conn.execute(Q.JIT_OFF)
             later = now + timedelta(hours=1)
             passes = [
-                _timed_count(conn, DECAY, now),
-                _timed_count(conn, ARCHIVE, now),
-                _timed_count(conn, DECAY, later),
-                _timed_count(conn, ARCHIVE, later),
+                _timed_count(conn, Q.DECAY, now),
+                _timed_count(conn, Q.ARCHIVE, now),
+                _timed_count(conn, Q.DECAY, later),
+                _timed_count(conn, Q.ARCHIVE, later),
             ]
     (decay_first_s, decayed_first), (archive_first_s, archived_first) = passes[:2]
     (decay_hourly_s, decayed_hourly), (archive_hourly_s, archived_hourly) = passes[2:]
@@ -666,42 +420,40 @@ def _params(scale: Scale) -> dict[str, Any]:
 
 def _load(conn: psycopg.Connection[Any], scale: Scale, say: Progress) -> tuple[float, float]:
     params = _params(scale)
-    conn.execute("select setseed(%s)", (SEED,))
-    conn.execute(SETUP_TOPICS, params)
-    conn.execute(SETUP_NOISE, params)
-    conn.execute(CREATE_TENANTS, params)
-    conn.execute(CREATE_SUBJECTS, params)
-    indexes = conn.execute(SECONDARY_INDEXES).fetchall()
+    conn.execute(Q.SET_SEED, (SEED,))
+    conn.execute(Q.SETUP_TOPICS, params)
+    conn.execute(Q.SETUP_NOISE, params)
+    conn.execute(Q.CREATE_TENANTS, params)
+    conn.execute(Q.CREATE_SUBJECTS, params)
+    indexes = conn.execute(Q.SECONDARY_INDEXES).fetchall()
     for index in indexes:
-        conn.execute(sql.SQL("drop index pgmem.{}").format(sql.Identifier(index["name"])))
+        conn.execute(Q.DROP_INDEX.format(sql.Identifier(index["name"])))
     say(f"{scale.memories:,}: generating {scale.total:,} memories")
     started = time.perf_counter()
-    now = conn.execute("select now() as now").fetchone()["now"]  # type: ignore[index]
-    conn.execute(GENERATE_MEMORIES, {**params, "now": now})
+    now = conn.execute(LQ.NOW).fetchone()["now"]  # type: ignore[index]
+    conn.execute(Q.GENERATE_MEMORIES, {**params, "now": now})
     load_s = time.perf_counter() - started
     say(f"{scale.memories:,}: building {len(indexes)} indexes")
     started = time.perf_counter()
     # Session settings for the build only: the HNSW graph fits in memory.
-    conn.execute("set maintenance_work_mem = '4GB'")
+    conn.execute(Q.RAISE_MAINTENANCE_WORK_MEM)
     for index in indexes:
         conn.execute(index["definition"])
-    conn.execute("reset maintenance_work_mem")
+    conn.execute(Q.RESET_MAINTENANCE_WORK_MEM)
     index_s = time.perf_counter() - started
-    conn.execute("vacuum (analyze) pgmem.memories")
+    conn.execute(Q.VACUUM_MEMORIES)
     return load_s, index_s
 
 
 @contextmanager
 def _tenant_connection(dsn: str) -> Iterator[psycopg.Connection[Any]]:
     """A session as the app would have: pgmem_service bound to the bench tenant (RLS on)."""
-    with psycopg.connect(dsn, autocommit=True, row_factory=dict_row) as conn:
-        conn.execute(BIND_TENANT, {"tenant": TENANT})
-        conn.execute(ACT_AS_SERVICE)
+    with tenant_connection(dsn, TENANT) as conn:
         yield conn
 
 
 def _recall_ms(conn: psycopg.Connection[Any], query: dict[str, Any], *, reinforce: bool) -> float:
-    row = conn.execute(RECALL, {**query, "reinforce": reinforce}).fetchone()
+    row = conn.execute(Q.RECALL, {**query, "reinforce": reinforce}).fetchone()
     assert row is not None
     plan = next(iter(row.values()))
     return float(plan[0]["Execution Time"])

@@ -33,7 +33,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from pgmem import schema
+from pgmem.lab.scratch import scratch_database
 from pgmem.queries import citus as Q
 
 PREFIX = "cb"
@@ -187,52 +187,48 @@ def run(
     if existing and existing[0]:
         _remove(coordinator)
     single_name = f"pgmem_citus_bench_single_{uuid.uuid4().hex[:6]}"
-    single = make_conninfo(coordinator, dbname=single_name)
-    with psycopg.connect(coordinator, autocommit=True) as conn:
-        conn.execute(sql.SQL(Q.BENCH_CREATE_DATABASE).format(sql.Identifier(single_name)))
     try:
-        schema.upgrade(single)
-        say(f"loading {tenants * per_tenant:,} memories over {tenants:,} tenants (Citus)")
-        load = {"citus": _load(coordinator, tenants, per_tenant)}
-        say("loading the same into one plain PostgreSQL database")
-        load["single"] = _load(single, tenants, per_tenant)
-        sizes = {
-            "citus": _bytes_per_memory(coordinator, True),
-            "single": _bytes_per_memory(single, False),
-        }
-        with _service(coordinator) as citus_service, _service(single) as single_service:
-            say("checking correctness through the coordinator")
-            correctness = _correctness(coordinator, citus_service, tenants, per_tenant)
-            say(f"timing {queries} recalls on each")
-            recall = {
-                "citus": _recall_latency(citus_service, tenants, queries, seed=1),
-                "single": _recall_latency(single_service, tenants, queries, seed=1),
+        # The plain database is dropped on the way out, then the tenants.
+        with scratch_database(coordinator, single_name, owner="pgmem bench --citus") as single:
+            say(f"loading {tenants * per_tenant:,} memories over {tenants:,} tenants (Citus)")
+            load = {"citus": _load(coordinator, tenants, per_tenant)}
+            say("loading the same into one plain PostgreSQL database")
+            load["single"] = _load(single, tenants, per_tenant)
+            sizes = {
+                "citus": _bytes_per_memory(coordinator, True),
+                "single": _bytes_per_memory(single, False),
             }
-        tenant = _tenant(1)
-        with psycopg.connect(coordinator) as conn:
-            explain = "\n".join(
-                r[0]
-                for r in conn.execute(
-                    sql.SQL(Q.BENCH_EXPLAIN).format(sql.Literal(tenant))
-                ).fetchall()
+            with _service(coordinator) as citus_service, _service(single) as single_service:
+                say("checking correctness through the coordinator")
+                correctness = _correctness(coordinator, citus_service, tenants, per_tenant)
+                say(f"timing {queries} recalls on each")
+                recall = {
+                    "citus": _recall_latency(citus_service, tenants, queries, seed=1),
+                    "single": _recall_latency(single_service, tenants, queries, seed=1),
+                }
+            tenant = _tenant(1)
+            with psycopg.connect(coordinator) as conn:
+                explain = "\n".join(
+                    r[0]
+                    for r in conn.execute(
+                        sql.SQL(Q.BENCH_EXPLAIN).format(sql.Literal(tenant))
+                    ).fetchall()
+                )
+                node = conn.execute(Q.BENCH_TENANT_NODE, (tenant,)).fetchone()
+            return CitusBenchResult(
+                tenants=tenants,
+                memories=tenants * per_tenant,
+                workers=int(workers[0]) if workers else 0,
+                load_s=load,
+                bytes_per_memory=sizes,
+                recall_ms=recall,
+                correctness=correctness,
+                explain=explain,
+                tenant_node=f"{tenant} -> {node[0] if node else '?'}",
             )
-            node = conn.execute(Q.BENCH_TENANT_NODE, (tenant,)).fetchone()
-        return CitusBenchResult(
-            tenants=tenants,
-            memories=tenants * per_tenant,
-            workers=int(workers[0]) if workers else 0,
-            load_s=load,
-            bytes_per_memory=sizes,
-            recall_ms=recall,
-            correctness=correctness,
-            explain=explain,
-            tenant_node=f"{tenant} -> {node[0] if node else '?'}",
-        )
     finally:
         say("removing the benchmark tenants and the plain database")
         _remove(coordinator)
-        with psycopg.connect(coordinator, autocommit=True) as conn:
-            conn.execute(sql.SQL(Q.BENCH_DROP_DATABASE).format(sql.Identifier(single_name)))
 
 
 def _remove(coordinator: str) -> None:

@@ -34,11 +34,12 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
-from pgmem import schema
 from pgmem.embed import Embedder
+from pgmem.lab import scratch
+from pgmem.queries import admin as AQ
+from pgmem.queries import eval as Q
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -85,9 +86,6 @@ KS = (5, 10)
 
 DEFAULT_DATABASE = "pgmem_eval"
 TENANT = "locomo"
-# Marks a database this module created, so a later run may drop and recreate
-# it; a database without the mark is never dropped.
-_DATABASE_MARK = "pgmem eval scratch database (dropped and recreated by pgmem eval)"
 
 
 class EvalError(RuntimeError):
@@ -344,192 +342,13 @@ def recall_at(retrieved: Sequence[Iterable[str]], evidence: Sequence[str], k: in
 
 # ------------------------------------------------------------------- statements
 #
-# Every statement this module runs against the eval database, by name.
-
-STAGE_TURNS = """
-create temporary table _eval_turns (
-    subject    text not null,
-    session_id text not null,
-    session_no integer not null,
-    seq        integer not null,
-    dia_id     text not null,
-    speaker    text not null,
-    content    text not null,
-    at         timestamptz not null,
-    embedding  public.vector,
-    memory_id  bigint
-) on commit drop
-"""
-
-COPY_TURNS = """
-copy _eval_turns (subject, session_id, session_no, seq, dia_id, speaker, content, at, embedding)
-from stdin
-"""
-
-INSERT_SUBJECTS = """
-insert into pgmem.subjects (subject, created_at)
-select t.subject, min(t.at) from _eval_turns as t group by t.subject
-on conflict do nothing
-"""
-
-# One memory per distinct content (pgmem keeps one active row per content
-# hash and subject); identical turns share it and all their dia_ids. Rows go
-# in conversation order so memory ids follow the dialogue. Every timestamp is
-# the session's date: recency is measured in the conversation's own time.
-INSERT_MEMORIES = """
-insert into pgmem.memories (
-    subject, session_id, kind, content, embedding, source,
-    valid_from, created_at, updated_at, last_accessed_at, status_changed_at, metadata)
-select f.subject, f.session_id, 'episodic', f.content, f.embedding, 'import',
-       f.at, f.at, f.at, f.at, f.at,
-       pg_catalog.jsonb_build_object(
-           'dataset', 'locomo', 'dia_id', f.dia_ids[1], 'dia_ids', pg_catalog.to_jsonb(f.dia_ids),
-           'speaker', f.speaker, 'session', f.session_no)
-from (
-    select distinct on (t.subject, pgmem._content_hash(t.content))
-           t.*,
-           pg_catalog.array_agg(t.dia_id) over (
-               partition by t.subject, pgmem._content_hash(t.content)
-               order by t.session_no, t.seq
-               rows between unbounded preceding and unbounded following) as dia_ids
-    from _eval_turns as t
-    order by t.subject, pgmem._content_hash(t.content), t.session_no, t.seq
-) as f
-order by f.subject, f.session_no, f.seq
-"""
-
-MAP_TURNS = """
-update _eval_turns as t
-set memory_id = m.memory_id
-from pgmem.memories as m
-where m.subject = t.subject
-  and m.status = 'active'
-  and m.content_hash = pgmem._content_hash(t.content)
-"""
-
-# Neighbouring turns of a session, linked both ways: ripple recall follows
-# them from a found turn to the ones around it.
-INSERT_LINKS = """
-insert into pgmem.memory_links (from_id, to_id, link_type, created_at)
-select e.from_id, e.to_id, 'same_session', e.at
-from (
-    select a.memory_id as from_id, b.memory_id as to_id, b.at
-    from _eval_turns as a
-    join _eval_turns as b
-      on b.subject = a.subject and b.session_no = a.session_no and b.seq = a.seq + 1
-    union all
-    select b.memory_id, a.memory_id, b.at
-    from _eval_turns as a
-    join _eval_turns as b
-      on b.subject = a.subject and b.session_no = a.session_no and b.seq = a.seq + 1
-) as e
-where e.from_id <> e.to_id
-on conflict do nothing
-"""
-
-INSERT_EVENTS = """
-insert into pgmem.memory_events (memory_id, subject, event, new_content, details, created_at)
-select m.memory_id, m.subject, 'insert', m.content,
-       pg_catalog.jsonb_build_object('source', 'pgmem eval locomo'), m.created_at
-from pgmem.memories as m
-where m.memory_id in (select t.memory_id from _eval_turns as t)
-"""
-
-COUNT_INGESTED = """
-select (select count(*) from pgmem.memories) as memories,
-       (select count(*) from pgmem.memory_links) as links
-"""
-
-# Reference baselines: plain PostgreSQL ranking over the same rows, with no
-# pgmem scoring. They are what the engine's modes are compared against.
-BASELINE_TEXT = """
-select m.metadata -> 'dia_ids' as dia_ids
-from pgmem.memories as m, pgmem._tsq(%(query)s) as q
-where m.subject = %(subject)s and m.status = 'active' and m.fts @@ q
-order by pg_catalog.ts_rank(m.fts, q) desc, m.memory_id
-limit %(k)s
-"""
-
-# "+ 0" keeps the planner off the HNSW index: an approximate scan filtered to
-# one subject afterwards can return fewer than k rows. A subject is small, so
-# the exact scan is the true cosine ranking.
-BASELINE_VECTOR = """
-select m.metadata -> 'dia_ids' as dia_ids
-from pgmem.memories as m
-where m.subject = %(subject)s and m.status = 'active' and m.embedding is not null
-order by (m.embedding operator(public.<=>) %(embedding)s::public.vector) + 0, m.memory_id
-limit %(k)s
-"""
-
-# Reciprocal rank fusion (Cormack et al. 2009) of the two lists above, each
-# cut at %(pool)s, with constant %(rrf_k)s.
+# Every statement this module runs is in pgmem.queries.eval, by name. The
+# reciprocal rank fusion baseline (Q.BASELINE_RRF) takes these two:
 BASELINE_POOL = 100  # as settings.candidate_pool's default
 BASELINE_RRF_K = 60  # Cormack et al.'s constant
-BASELINE_RRF = """
-with q as (select pgmem._tsq(%(query)s) as q),
-text_ranked as (
-    select r.dia_ids, r.memory_id,
-           pg_catalog.row_number() over (order by r.rank desc, r.memory_id) as pos
-    from (
-        select m.metadata -> 'dia_ids' as dia_ids, m.memory_id,
-               pg_catalog.ts_rank(m.fts, q.q) as rank
-        from pgmem.memories as m, q
-        where m.subject = %(subject)s and m.status = 'active' and m.fts @@ q.q
-        order by rank desc, m.memory_id
-        limit %(pool)s
-    ) as r
-),
-vector_ranked as (
-    select r.dia_ids, r.memory_id,
-           pg_catalog.row_number() over (order by r.distance, r.memory_id) as pos
-    from (
-        select m.metadata -> 'dia_ids' as dia_ids, m.memory_id,
-               (m.embedding operator(public.<=>) %(embedding)s::public.vector) + 0 as distance
-        from pgmem.memories as m
-        where m.subject = %(subject)s and m.status = 'active' and m.embedding is not null
-        order by distance, m.memory_id
-        limit %(pool)s
-    ) as r
-)
-select pg_catalog.min(u.dia_ids::text)::jsonb as dia_ids
-from (select * from text_ranked union all select * from vector_ranked) as u
-group by u.memory_id
-order by pg_catalog.sum(1.0 / (%(rrf_k)s + u.pos)) desc, u.memory_id
-limit %(k)s
-"""
-
-# The engine's ranking, as an application calls it. reinforce => false: a
-# question must not change the ranking of the next one; p_now is the day
-# after the conversation's last session.
-RECALL = """
-select r.metadata -> 'dia_ids' as dia_ids, r.hops
-from pgmem.recall(
-    %(subject)s,
-    p_query => %(query)s,
-    p_embedding => %(embedding)s::public.vector,
-    p_k => %(k)s,
-    p_since => %(since)s,
-    p_until => %(until)s,
-    p_hops => %(hops)s,
-    p_reinforce => false,
-    p_now => %(now)s) as r
-order by r.score desc, r.memory_id desc
-"""
-
-SETTINGS_COLUMNS = """
-select a.attname::text
-from pg_catalog.pg_attribute as a
-where a.attrelid = 'pgmem.settings'::regclass and a.attnum > 0 and not a.attisdropped
-  and a.attname not in ('tenant_id', 'updated_at')
-order by a.attnum
-"""
-
-SETTINGS_OF_TENANT = "select * from pgmem.settings where tenant_id = %(tenant)s"
 
 
 # --------------------------------------------------------------------- database
-
-_DATABASE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
 @contextmanager
@@ -541,46 +360,13 @@ def scratch_database(
     A database of that name left by an earlier run (``keep``) is dropped and recreated; one
     this module did not create is never touched.
     """
-    if not _DATABASE_NAME.match(name):
-        raise EvalError(f"database name {name!r}: use lower-case letters, digits and _")
-    ident = sql.Identifier(name)
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        row = conn.execute(
-            "select pg_catalog.shobj_description(oid, 'pg_database') from pg_catalog.pg_database"
-            " where datname = %s",
-            (name,),
-        ).fetchone()
-        if row is not None:
-            if row[0] != _DATABASE_MARK:
-                raise EvalError(
-                    f"database {name!r} exists and was not created by pgmem eval; "
-                    "choose another name with --database"
-                )
-            conn.execute(sql.SQL("drop database {} with (force)").format(ident))
-        conn.execute(sql.SQL("create database {}").format(ident))
-        conn.execute(
-            sql.SQL("comment on database {} is {}").format(ident, sql.Literal(_DATABASE_MARK))
-        )
-    dsn = make_conninfo(server_dsn, dbname=name)
-    try:
-        schema.upgrade(dsn)
+    with scratch.scratch_database(
+        server_dsn, name, owner="pgmem eval", keep=keep, replace=True, error=EvalError
+    ) as dsn:
         yield dsn
-    finally:
-        if not keep:
-            with psycopg.connect(server_dsn, autocommit=True) as conn:
-                conn.execute(sql.SQL("drop database if exists {} with (force)").format(ident))
 
 
-@contextmanager
-def tenant_connection(dsn: str, tenant: str) -> Iterator[psycopg.Connection[dict[str, Any]]]:
-    """A connection acting as an application would: pgmem_service with ``tenant`` bound.
-
-    Row-level security applies to everything it reads and writes, as in production.
-    """
-    with psycopg.connect(dsn, autocommit=True, row_factory=dict_row) as conn:
-        conn.execute("set role pgmem_service")
-        conn.execute("select pgmem.set_tenant(%s, false)", (tenant,))
-        yield conn
+tenant_connection = scratch.tenant_connection
 
 
 def _vector(values: Sequence[float]) -> str:
@@ -650,14 +436,20 @@ def ingest(
     stats.embed_seconds = time.perf_counter() - started
     started = time.perf_counter()
     with conn.transaction():
-        conn.execute(STAGE_TURNS)
-        with conn.cursor().copy(COPY_TURNS) as copy:
+        conn.execute(Q.STAGE_TURNS)
+        with conn.cursor().copy(Q.COPY_TURNS) as copy:
             for row, vector in zip(rows, vectors, strict=True):
                 copy.write_row((*row, _vector(vector)))
-        conn.execute("analyze _eval_turns")
-        for statement in (INSERT_SUBJECTS, INSERT_MEMORIES, MAP_TURNS, INSERT_LINKS, INSERT_EVENTS):
+        conn.execute(Q.ANALYZE_TURNS)
+        for statement in (
+            Q.INSERT_SUBJECTS,
+            Q.INSERT_MEMORIES,
+            Q.MAP_TURNS,
+            Q.INSERT_LINKS,
+            Q.INSERT_EVENTS,
+        ):
             conn.execute(statement)
-        counts = conn.execute(COUNT_INGESTED).fetchone()
+        counts = conn.execute(Q.COUNT_INGESTED).fetchone()
     stats.store_seconds = time.perf_counter() - started
     assert counts is not None
     stats.memories, stats.links = counts["memories"], counts["links"]
@@ -688,37 +480,37 @@ MODES: Mapping[str, Mode] = {
         Mode(
             "ts-rank",
             "baseline: PostgreSQL ts_rank over an OR of the question's terms",
-            BASELINE_TEXT,
+            Q.BASELINE_TEXT,
             vector=False,
         ),
         Mode(
             "cosine",
             "baseline: exact cosine similarity to the question",
-            BASELINE_VECTOR,
+            Q.BASELINE_VECTOR,
             text=False,
         ),
         Mode(
-            "rrf", "baseline: reciprocal rank fusion (k = 60) of ts-rank and cosine", BASELINE_RRF
+            "rrf", "baseline: reciprocal rank fusion (k = 60) of ts-rank and cosine", Q.BASELINE_RRF
         ),
-        Mode("text", "pgmem.recall, query text only (no embedding)", RECALL, vector=False),
-        Mode("vector", "pgmem.recall, embedding only (no query text)", RECALL, text=False),
-        Mode("hybrid", "pgmem.recall, query text and embedding", RECALL),
+        Mode("text", "pgmem.recall, query text only (no embedding)", Q.RECALL, vector=False),
+        Mode("vector", "pgmem.recall, embedding only (no query text)", Q.RECALL, text=False),
+        Mode("hybrid", "pgmem.recall, query text and embedding", Q.RECALL),
         Mode(
             "hybrid-time",
             "hybrid; a question naming a date recalls within its window (p_since/p_until)",
-            RECALL,
+            Q.RECALL,
             time_window=True,
         ),
         Mode(
             "hybrid-ripple",
             "hybrid with ripple over session neighbours (p_hops => 1)",
-            RECALL,
+            Q.RECALL,
             hops=1,
         ),
         Mode(
             "hybrid-ripple-time",
             "hybrid-ripple with the date windows of hybrid-time",
-            RECALL,
+            Q.RECALL,
             hops=1,
             time_window=True,
         ),
@@ -728,7 +520,7 @@ MODES: Mapping[str, Mode] = {
 
 def settings_columns(conn: psycopg.Connection[Any]) -> list[str]:
     """Tunable columns of pgmem.settings."""
-    return [r[0] for r in conn.execute(SETTINGS_COLUMNS)]
+    return [r[0] for r in conn.execute(Q.SETTINGS_COLUMNS)]
 
 
 def set_tenant_settings(
@@ -750,9 +542,7 @@ def set_tenant_settings(
     )
     try:
         admin.execute(
-            sql.SQL("update pgmem.settings set {}, updated_at = now() where tenant_id = {}").format(
-                assignments, sql.Placeholder("tenant_id")
-            ),
+            Q.UPDATE_SETTINGS.format(assignments, sql.Placeholder("tenant_id")),
             {**{k: str(v) for k, v in values.items()}, "tenant_id": tenant},
         )
     except (psycopg.errors.CheckViolation, psycopg.DataError) as exc:
@@ -983,20 +773,19 @@ def evaluate(
     say = progress or (lambda _message: None)
     started = time.perf_counter()
     with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute("select pgmem.create_tenant(%s, %s)", (tenant, "pgmem eval (LoCoMo)"))
+        admin.execute(AQ.CREATE_TENANT, {"tenant": tenant, "display_name": "pgmem eval (LoCoMo)"})
         set_tenant_settings(admin, tenant, settings or {})
         with tenant_connection(dsn, tenant) as conn:
             say(f"embedding and storing {sum(c.turns for c in conversations)} turns")
             stats = ingest(conn, conversations, embedder, captions=captions)
-            admin.execute("analyze pgmem.memories")
-            admin.execute("analyze pgmem.memory_links")
+            admin.execute(Q.ANALYZE_MEMORIES_AND_LINKS)
             say("embedding the questions")
             embed_started = time.perf_counter()
             probes = _probes(conversations, embedder)
             stats.embed_seconds += time.perf_counter() - embed_started
             effective = (
                 admin.cursor(row_factory=dict_row)
-                .execute(SETTINGS_OF_TENANT, {"tenant": tenant})
+                .execute(Q.SETTINGS_OF_TENANT, {"tenant": tenant})
                 .fetchone()
                 or {}
             )

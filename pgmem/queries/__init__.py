@@ -14,10 +14,10 @@ text anywhere else in ``pgmem/`` or ``cli/``), one module per consumer:
 - :mod:`pgmem.queries.bench_layers`: ``pgmem bench --layers``;
 - :mod:`pgmem.queries.schema`: schema management and the embedded server;
 - :mod:`pgmem.queries.safety`: the safety measurement (`pgmem eval safety`);
-- :mod:`pgmem.queries.citus`: the Citus cluster, its CLI verbs and ``pgmem bench --citus``.
-
-The lab (:mod:`pgmem.lab`) still holds its own statements (listed as pending in the
-test).
+- :mod:`pgmem.queries.citus`: the Citus cluster, its CLI verbs and ``pgmem bench --citus``;
+- :mod:`pgmem.queries.bench`: ``pgmem bench`` (the scale benchmark);
+- :mod:`pgmem.queries.eval`: ``pgmem eval`` (LoCoMo retrieval);
+- :mod:`pgmem.queries.lab`: the lab's scratch databases and application-like sessions.
 
 Rules: a statement is a module-level ``Final`` string (or a ``psycopg.sql.SQL``
 template when it must name an identifier), named in UPPER_SNAKE after what it does;

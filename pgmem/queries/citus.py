@@ -71,8 +71,6 @@ BENCH_VISIBLE: Final = (
 )
 BENCH_WORKERS: Final = "select count(*) from pg_dist_node where groupid <> 0 and isactive"
 BENCH_EXISTING: Final = "select count(*) from pgmem.tenants where tenant_id like 'cb%'"
-BENCH_CREATE_DATABASE: Final = "create database {}"
-BENCH_DROP_DATABASE: Final = "drop database if exists {} with (force)"
 BENCH_EXPLAIN: Final = (
     "explain (costs off) select memory_id, content from pgmem.memories"
     " where tenant_id = {} and subject = 'user1' and status = 'active'"

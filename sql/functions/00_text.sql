@@ -90,3 +90,34 @@ $$;
 
 comment on function pgmem._tsq(text) is
     'OR-query over the terms of a search text, tokenized exactly as memories are (see pgmem._tsv).';
+
+create or replace function pgmem._query_terms(p_query text)
+returns text[]
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- NULL for no query, a blank one or one of stop words only: nothing to match on.
+    select case when pg_catalog.btrim(coalesce(p_query, '')) <> '' then
+               nullif(pg_catalog.tsvector_to_array(pgmem._tsv(p_query)), '{}'::text[])
+           end
+$$;
+
+comment on function pgmem._query_terms(text) is
+    'The terms recall matches a search text on (its lexemes, as pgmem._tsv tokenizes memories); NULL when none.';
+
+create or replace function pgmem._term_weight(p_n bigint, p_df bigint)
+returns real
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- BM25's idf: a rare word ("violin") counts for more than one in half the
+    -- subject's memories (a speaker's name).
+    select pg_catalog.ln(1 + (p_n + 1)::double precision / (p_df + 1))::real
+$$;
+
+comment on function pgmem._term_weight(bigint, bigint) is
+    'Weight of a query term in recall: ln(1 + (N + 1) / (df + 1)), N rows searched, df of them holding the term.';

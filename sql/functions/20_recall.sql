@@ -158,16 +158,12 @@ begin
     end if;
 
     v_statuses := case when v_at < v_now then array['active', 'superseded'] else array['active'] end;
-    if pg_catalog.btrim(coalesce(p_query, '')) <> '' then
-        v_lexemes := pg_catalog.tsvector_to_array(pgmem._tsv(p_query));
-        if pg_catalog.cardinality(v_lexemes) = 0 then
-            v_lexemes := null;  -- only stop words: nothing to match on
-        else
-            -- pgmem._tsq(p_query), without tokenizing the query a second time.
-            v_tsquery := (select pg_catalog.to_tsquery('pg_catalog.simple'::regconfig,
-                                     pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | '))
-                          from pg_catalog.unnest(v_lexemes) as l(lexeme));
-        end if;
+    v_lexemes := pgmem._query_terms(p_query);  -- NULL: stop words only, nothing to match on
+    if v_lexemes is not null then
+        -- pgmem._tsq(p_query), without tokenizing the query a second time.
+        v_tsquery := (select pg_catalog.to_tsquery('pg_catalog.simple'::regconfig,
+                                 pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | '))
+                      from pg_catalog.unnest(v_lexemes) as l(lexeme));
     end if;
     -- MMR re-ranks a few times k (LangChain's fetch_k = 20 for k = 4).
     v_pool := greatest(v_settings.candidate_pool, p_k,
@@ -210,10 +206,8 @@ begin
         --   * the nearest rows, exactly (unless HNSW gave them above);
         --   * the rows holding most query terms (row-level security keeps
         --     memories_fts out of reach: see the top of this file);
-        --   * each query term's weight, ln(1 + (N + 1) / (df + 1)) as in
-        --     BM25's idf, N = the subject's active memories and df = those
-        --     holding the term: a rare word ("violin") counts for more than
-        --     one in half the subject's memories (a speaker's name).
+        --   * each query term's weight, pgmem._term_weight(N, df), N = the
+        --     subject's active memories and df = those holding the term.
         -- Sorting outside the materialized CTE keeps the HNSW index out.
         with scan as materialized (
             select m.memory_id,
@@ -243,7 +237,7 @@ begin
                         order by s.matched desc, pg_catalog.ts_rank_cd(s.fts, v_tsquery) desc, s.memory_id desc
                         limit v_pool),
                (select pg_catalog.array_agg(
-                           pg_catalog.ln(1 + (c.n + 1)::double precision / (c.df + 1))::real order by c.position)
+                           pgmem._term_weight(c.n, c.df) order by c.position)
                 from (select t.position, pg_catalog.count(*) filter (where s.counted) as n,
                              pg_catalog.count(*) filter (where s.counted and s.fts @@ t.query) as df
                       from terms as t cross join scan as s

@@ -1,0 +1,175 @@
+"""Every statement of the LoCoMo retrieval eval (:mod:`pgmem.lab.eval`, ``pgmem eval``), by name."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from psycopg import sql
+
+STAGE_TURNS: Final = """
+create temporary table _eval_turns (
+    subject    text not null,
+    session_id text not null,
+    session_no integer not null,
+    seq        integer not null,
+    dia_id     text not null,
+    speaker    text not null,
+    content    text not null,
+    at         timestamptz not null,
+    embedding  public.vector,
+    memory_id  bigint
+) on commit drop
+"""
+COPY_TURNS: Final = """
+copy _eval_turns (subject, session_id, session_no, seq, dia_id, speaker, content, at, embedding)
+from stdin
+"""
+INSERT_SUBJECTS: Final = """
+insert into pgmem.subjects (subject, created_at)
+select t.subject, min(t.at) from _eval_turns as t group by t.subject
+on conflict do nothing
+"""
+# One memory per distinct content (pgmem keeps one active row per content
+# hash and subject); identical turns share it and all their dia_ids. Rows go
+# in conversation order so memory ids follow the dialogue. Every timestamp is
+# the session's date: recency is measured in the conversation's own time.
+INSERT_MEMORIES: Final = """
+insert into pgmem.memories (
+    subject, session_id, kind, content, embedding, source,
+    valid_from, created_at, updated_at, last_accessed_at, status_changed_at, metadata)
+select f.subject, f.session_id, 'episodic', f.content, f.embedding, 'import',
+       f.at, f.at, f.at, f.at, f.at,
+       pg_catalog.jsonb_build_object(
+           'dataset', 'locomo', 'dia_id', f.dia_ids[1], 'dia_ids', pg_catalog.to_jsonb(f.dia_ids),
+           'speaker', f.speaker, 'session', f.session_no)
+from (
+    select distinct on (t.subject, pgmem._content_hash(t.content))
+           t.*,
+           pg_catalog.array_agg(t.dia_id) over (
+               partition by t.subject, pgmem._content_hash(t.content)
+               order by t.session_no, t.seq
+               rows between unbounded preceding and unbounded following) as dia_ids
+    from _eval_turns as t
+    order by t.subject, pgmem._content_hash(t.content), t.session_no, t.seq
+) as f
+order by f.subject, f.session_no, f.seq
+"""
+MAP_TURNS: Final = """
+update _eval_turns as t
+set memory_id = m.memory_id
+from pgmem.memories as m
+where m.subject = t.subject
+  and m.status = 'active'
+  and m.content_hash = pgmem._content_hash(t.content)
+"""
+# Neighbouring turns of a session, linked both ways: ripple recall follows
+# them from a found turn to the ones around it.
+INSERT_LINKS: Final = """
+insert into pgmem.memory_links (from_id, to_id, link_type, created_at)
+select e.from_id, e.to_id, 'same_session', e.at
+from (
+    select a.memory_id as from_id, b.memory_id as to_id, b.at
+    from _eval_turns as a
+    join _eval_turns as b
+      on b.subject = a.subject and b.session_no = a.session_no and b.seq = a.seq + 1
+    union all
+    select b.memory_id, a.memory_id, b.at
+    from _eval_turns as a
+    join _eval_turns as b
+      on b.subject = a.subject and b.session_no = a.session_no and b.seq = a.seq + 1
+) as e
+where e.from_id <> e.to_id
+on conflict do nothing
+"""
+INSERT_EVENTS: Final = """
+insert into pgmem.memory_events (memory_id, subject, event, new_content, details, created_at)
+select m.memory_id, m.subject, 'insert', m.content,
+       pg_catalog.jsonb_build_object('source', 'pgmem eval locomo'), m.created_at
+from pgmem.memories as m
+where m.memory_id in (select t.memory_id from _eval_turns as t)
+"""
+COUNT_INGESTED: Final = """
+select (select count(*) from pgmem.memories) as memories,
+       (select count(*) from pgmem.memory_links) as links
+"""
+# Reference baselines: plain PostgreSQL ranking over the same rows, with no
+# pgmem scoring. They are what the engine's modes are compared against.
+BASELINE_TEXT: Final = """
+select m.metadata -> 'dia_ids' as dia_ids
+from pgmem.memories as m, pgmem._tsq(%(query)s) as q
+where m.subject = %(subject)s and m.status = 'active' and m.fts @@ q
+order by pg_catalog.ts_rank(m.fts, q) desc, m.memory_id
+limit %(k)s
+"""
+# "+ 0" keeps the planner off the HNSW index: an approximate scan filtered to
+# one subject afterwards can return fewer than k rows. A subject is small, so
+# the exact scan is the true cosine ranking.
+BASELINE_VECTOR: Final = """
+select m.metadata -> 'dia_ids' as dia_ids
+from pgmem.memories as m
+where m.subject = %(subject)s and m.status = 'active' and m.embedding is not null
+order by (m.embedding operator(public.<=>) %(embedding)s::public.vector) + 0, m.memory_id
+limit %(k)s
+"""
+BASELINE_RRF: Final = """
+with q as (select pgmem._tsq(%(query)s) as q),
+text_ranked as (
+    select r.dia_ids, r.memory_id,
+           pg_catalog.row_number() over (order by r.rank desc, r.memory_id) as pos
+    from (
+        select m.metadata -> 'dia_ids' as dia_ids, m.memory_id,
+               pg_catalog.ts_rank(m.fts, q.q) as rank
+        from pgmem.memories as m, q
+        where m.subject = %(subject)s and m.status = 'active' and m.fts @@ q.q
+        order by rank desc, m.memory_id
+        limit %(pool)s
+    ) as r
+),
+vector_ranked as (
+    select r.dia_ids, r.memory_id,
+           pg_catalog.row_number() over (order by r.distance, r.memory_id) as pos
+    from (
+        select m.metadata -> 'dia_ids' as dia_ids, m.memory_id,
+               (m.embedding operator(public.<=>) %(embedding)s::public.vector) + 0 as distance
+        from pgmem.memories as m
+        where m.subject = %(subject)s and m.status = 'active' and m.embedding is not null
+        order by distance, m.memory_id
+        limit %(pool)s
+    ) as r
+)
+select pg_catalog.min(u.dia_ids::text)::jsonb as dia_ids
+from (select * from text_ranked union all select * from vector_ranked) as u
+group by u.memory_id
+order by pg_catalog.sum(1.0 / (%(rrf_k)s + u.pos)) desc, u.memory_id
+limit %(k)s
+"""
+# The engine's ranking, as an application calls it. reinforce => false: a
+# question must not change the ranking of the next one; p_now is the day
+# after the conversation's last session.
+RECALL: Final = """
+select r.metadata -> 'dia_ids' as dia_ids, r.hops
+from pgmem.recall(
+    %(subject)s,
+    p_query => %(query)s,
+    p_embedding => %(embedding)s::public.vector,
+    p_k => %(k)s,
+    p_since => %(since)s,
+    p_until => %(until)s,
+    p_hops => %(hops)s,
+    p_reinforce => false,
+    p_now => %(now)s) as r
+order by r.score desc, r.memory_id desc
+"""
+SETTINGS_COLUMNS: Final = """
+select a.attname::text
+from pg_catalog.pg_attribute as a
+where a.attrelid = 'pgmem.settings'::regclass and a.attnum > 0 and not a.attisdropped
+  and a.attname not in ('tenant_id', 'updated_at')
+order by a.attnum
+"""
+SETTINGS_OF_TENANT: Final = "select * from pgmem.settings where tenant_id = %(tenant)s"
+ANALYZE_TURNS: Final = "analyze _eval_turns"
+ANALYZE_MEMORIES_AND_LINKS: Final = "analyze pgmem.memories, pgmem.memory_links"
+UPDATE_SETTINGS: Final = sql.SQL(
+    "update pgmem.settings set {}, updated_at = pg_catalog.now() where tenant_id = {}"
+)
