@@ -17,7 +17,11 @@ text anywhere else in ``pgmem/`` or ``cli/``), one module per consumer:
 - :mod:`pgmem.queries.citus`: the Citus cluster, its CLI verbs and ``pgmem bench --citus``;
 - :mod:`pgmem.queries.bench`: ``pgmem bench`` (the scale benchmark);
 - :mod:`pgmem.queries.eval`: ``pgmem eval`` (LoCoMo retrieval);
-- :mod:`pgmem.queries.lab`: the lab's scratch databases and application-like sessions.
+- :mod:`pgmem.queries.lab`: the lab's scratch databases and application-like sessions;
+- :mod:`pgmem.queries.bench_guards`: the guard triggers' write cost (``pgmem.lab.guard_bench``);
+- :mod:`pgmem.queries.doctor` and :mod:`pgmem.queries.backlog`: ``pgmem doctor`` and the
+  worker's progress bars;
+- :mod:`pgmem.queries.integrations`: the MCP server and the LangGraph store.
 
 Rules: a statement is a module-level ``Final`` string (or a ``psycopg.sql.SQL``
 template when it must name an identifier), named in UPPER_SNAKE after what it does;
