@@ -31,6 +31,30 @@
 -- triple parts 1024, metadata 16 KB of JSON, inbox payload 256 KB (16 turns
 -- of the default 16 KB max_content_bytes).
 
+create or replace function pgmem._byte_limits(
+    p_tenant text,
+    out max_content_bytes integer,
+    out max_turn_bytes integer
+)
+language sql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The tenant's own row, else the defaults (a row may be written for a
+    -- tenant whose settings row does not exist yet). Two scalars rather than
+    -- the settings row: on Citus the guards run on a worker, where a
+    -- reference table's row type is its shard's.
+    select s.max_content_bytes, s.max_turn_bytes
+    from pgmem.settings as s
+    where s.tenant_id in (p_tenant, '_default')
+    order by s.tenant_id = '_default'
+    limit 1
+$$;
+
+comment on function pgmem._byte_limits(text) is
+    'The tenant''s max_content_bytes and max_turn_bytes (the _default row''s when it has none), for the guard triggers (internal).';
+
 create or replace function pgmem._redact_jsonb(p_value jsonb)
 returns jsonb
 language plpgsql
@@ -99,11 +123,7 @@ begin
         return new;
     end if;
     if tg_op = 'INSERT' or new.content is distinct from old.content then
-        select s.max_content_bytes into v_max_bytes
-        from pgmem.settings as s
-        where s.tenant_id in (new.tenant_id, '_default')
-        order by s.tenant_id = '_default'
-        limit 1;
+        v_max_bytes := (pgmem._byte_limits(new.tenant_id)).max_content_bytes;
         if pg_catalog.octet_length(new.content) > v_max_bytes then
             raise exception 'content is % bytes; this tenant stores at most %', pg_catalog.octet_length(new.content), v_max_bytes
                 using errcode = 'PM012', hint = 'Split the text into facts, or raise settings.max_content_bytes.';
@@ -220,11 +240,7 @@ begin
     if new.content is null or pg_catalog.btrim(pgmem._safety_clean(new.content), E' \t\n\r\f\x0b\u0085') = '' then
         raise exception 'the turn is empty' using errcode = 'PM011', hint = 'Append a turn with some text.';
     end if;
-    select s.max_turn_bytes into v_max_bytes
-    from pgmem.settings as s
-    where s.tenant_id in (new.tenant_id, '_default')
-    order by s.tenant_id = '_default'
-    limit 1;
+    v_max_bytes := (pgmem._byte_limits(new.tenant_id)).max_turn_bytes;
     if pg_catalog.octet_length(new.content) > v_max_bytes then
         raise exception 'the turn is % bytes, over the tenant''s max_turn_bytes (%)',
                         pg_catalog.octet_length(new.content), v_max_bytes
@@ -255,11 +271,7 @@ begin
     if pgmem._bypasses_rls() then
         return new;
     end if;
-    select s.max_content_bytes into v_max_bytes
-    from pgmem.settings as s
-    where s.tenant_id in (new.tenant_id, '_default')
-    order by s.tenant_id = '_default'
-    limit 1;
+    v_max_bytes := (pgmem._byte_limits(new.tenant_id)).max_content_bytes;
     if greatest(pg_catalog.octet_length(new.goal), pg_catalog.octet_length(new.outcome),
                 pg_catalog.octet_length(new.learned_rule)) > v_max_bytes then
         raise exception 'a task''s goal, outcome or learned rule is over the tenant''s max_content_bytes (%)', v_max_bytes
@@ -287,11 +299,7 @@ begin
     if pgmem._bypasses_rls() then
         return new;
     end if;
-    select s.max_turn_bytes into v_max_bytes
-    from pgmem.settings as s
-    where s.tenant_id in (new.tenant_id, '_default')
-    order by s.tenant_id = '_default'
-    limit 1;
+    v_max_bytes := (pgmem._byte_limits(new.tenant_id)).max_turn_bytes;
     if greatest(pg_catalog.octet_length(new.observation), pg_catalog.octet_length(new.result::text)) > v_max_bytes then
         raise exception 'the observation or result of step % is over the tenant''s max_turn_bytes (%)', new.step, v_max_bytes
             using errcode = 'PM072', hint = 'Store a large tool result elsewhere and record a reference.';
