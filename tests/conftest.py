@@ -3,9 +3,11 @@ migrated template database, and a fresh clone of it for every test."""
 
 from __future__ import annotations
 
+import math
 import os
+import struct
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import psycopg
@@ -18,6 +20,20 @@ from pgmem.config import Config
 
 # Every role a test creates starts with this, so teardown finds leftovers.
 TEST_ROLE_PREFIX = f"pgmem_t_test{os.getpid()}"
+
+
+def half(vector: Sequence[float]) -> list[float]:
+    """A vector as pgmem stores and compares it (halfvec): each element rounded
+    to IEEE half precision (alembic 0006)."""
+    return [struct.unpack("e", struct.pack("e", x))[0] for x in vector]
+
+
+def half_cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """The cosine similarity pgmem computes between a stored vector and a query:
+    both in half precision."""
+    a, b = half(a), half(b)
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from conftest import half_cosine
 from psycopg.rows import dict_row
 
 DIMS = 384
@@ -45,11 +46,6 @@ def vec(*parts: tuple[int, float]) -> Vector:
 
 def literal(v: Sequence[float] | None) -> str | None:
     return None if v is None else "[" + ",".join(f"{x:.8f}" for x in v) + "]"
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
 
 
 class Store:
@@ -259,7 +255,8 @@ def test_score_parts_follow_the_formula_and_the_tenant_settings(
     }
     coverage = {c: sum(idf[t] for t in terms) / sum(idf.values()) for c, terms in held.items()}
     for row in rows:
-        similarity = max(0.0, cosine(embeddings[row["memory_id"]], query))
+        # Stored and compared in half precision (halfvec).
+        similarity = max(0.0, half_cosine(embeddings[row["memory_id"]], query))
         assert row["similarity"] == pytest.approx(similarity, abs=1e-5)
         assert row["text_match"] == pytest.approx(coverage[row["content"]], abs=1e-6)
         w = s["w_vector"]
@@ -586,6 +583,8 @@ def test_hnsw_path_for_big_subjects_agrees_with_the_exact_scan(
     query = [x + rng.gauss(0, 0.02) for x in vec((2, 1.0), (300, 0.6))]
     exact = acme.recall(None, query)
     set_settings(admin, "acme", exact_scan_limit=0)  # every subject may take the index
+    # The rows were inserted by plain SQL and the limit lowered: index them.
+    assert admin.execute("select pgmem.index_subjects('acme')").fetchone() == (2,)
     # At 300 rows the planner rightly prefers sorting the subject's rows;
     # make sorting look expensive so this test exercises the HNSW scan.
     acme.conn.execute("set enable_sort = off")

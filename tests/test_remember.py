@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import Db, Tenant
+from conftest import Db, Tenant, half_cosine
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
@@ -178,7 +178,8 @@ def test_near_duplicate_is_deduplicated(acme: Tenant, admin: psycopg.Connection)
         acme.conn, "alice", "Alice enjoys green tea", vec(0, 0.97), now=T0 + HOUR
     )
     assert (action, mid, related) == ("deduplicated", first[1], None)
-    assert sim == pytest.approx(0.97, abs=1e-5)
+    # pgmem compares vectors in half precision (halfvec): 0.97 up to its rounding.
+    assert sim == pytest.approx(half_cosine(vec(0), vec(0, 0.97)), abs=1e-5)
     assert active(admin, acme.name) == ["Alice likes green tea"]
     assert memory(admin, mid)["access_count"] == 1
     last = events(admin, acme.name)[-1]
@@ -190,7 +191,7 @@ def test_near_duplicate_is_deduplicated(acme: Tenant, admin: psycopg.Connection)
         "Alice enjoys green tea",
     )
     assert last[5]["match"] == "embedding" and last[5]["similarity"] == pytest.approx(
-        0.97, abs=1e-5
+        half_cosine(vec(0), vec(0, 0.97)), abs=1e-5
     )
 
 
@@ -200,7 +201,7 @@ def test_merge_band_inserts_and_queues_a_merge_job(acme: Tenant, admin: psycopg.
         acme.conn, "alice", "Alice drinks tea daily", vec(0, 0.9), session_id="s9", now=T0
     )
     assert (action, related) == ("merge_pending", first[1])
-    assert sim == pytest.approx(0.9, abs=1e-5)
+    assert sim == pytest.approx(half_cosine(vec(0), vec(0, 0.9)), abs=1e-5)
     assert active(admin, acme.name) == ["Alice drinks tea daily", "Alice likes green tea"]
     jobs = admin.execute(
         """select job, subject, session_id, status, payload, available_at
@@ -211,7 +212,7 @@ def test_merge_band_inserts_and_queues_a_merge_job(acme: Tenant, admin: psycopg.
     job, subject, session, status, payload, available_at = jobs[0]
     assert (job, subject, session, status, available_at) == ("merge", "alice", "s9", "pending", T0)
     assert (payload["memory_id"], payload["related_id"]) == (mid, first[1])
-    assert payload["similarity"] == pytest.approx(0.9, abs=1e-5)
+    assert payload["similarity"] == pytest.approx(half_cosine(vec(0), vec(0, 0.9)), abs=1e-5)
     assert events(admin, acme.name)[-1][2] == "insert"
     assert events(admin, acme.name)[-1][5]["action"] == "merge_pending"
 
@@ -272,7 +273,7 @@ def test_contradiction_supersedes_and_keeps_the_old_fact_for_history(
         **triple,
     )
     assert (action, related) == ("superseded", old[1])
-    assert sim == pytest.approx(0.97, abs=1e-5)
+    assert sim == pytest.approx(half_cosine(vec(5), vec(5, 0.97)), abs=1e-5)
     before, after = memory(admin, old[1]), memory(admin, new_id)
     assert (
         before["status"],

@@ -86,7 +86,7 @@ def test_dims_are_fixed_by_the_first_migration(empty_dsn: str) -> None:
             "select format_type(atttypid, atttypmod) from pg_attribute "
             "where attrelid = 'pgmem.memories'::regclass and attname = 'embedding'"
         ).fetchone()
-    assert column == ("vector(1536)",)
+    assert column == ("halfvec(1536)",)
     assert schema.installed_dims(empty_dsn) == 1536
     schema.upgrade(empty_dsn, dims=1536)  # same size again: harmless
     with pytest.raises(schema.SchemaError, match="1536-dimensional"):

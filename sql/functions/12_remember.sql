@@ -65,6 +65,82 @@ $$;
 comment on function pgmem._lock_subjects(text, text[], timestamptz) is
     'Creates the subjects rows if needed and locks them until the transaction ends: every write about a subject serializes here (internal).';
 
+-- HNSW covers large subjects only (alembic 0006): recall scans a subject
+-- of at most settings.exact_scan_limit active memories exactly, so an index
+-- entry for its rows would cost every write and serve no read. After a
+-- write inserts active rows, the subjects it touched that are not in the
+-- index yet are counted (up to the limit + 1, an index-only scan); one that
+-- crossed the limit is flagged (pgmem.subjects.ann) and all its rows enter
+-- the index (pgmem.memories.ann; rows inserted later copy the flag). The
+-- flag is never cleared: a subject that shrinks keeps its entries, and
+-- recall's approximate branch tests the same predicate. pgmem.index_subjects
+-- does the same for every subject (rows written by plain SQL, a lowered limit).
+create or replace function pgmem._ann_subjects(p_tenant text, p_settings pgmem.settings, p_subjects text[])
+returns bigint
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_flagged bigint;
+begin
+    with crossed as (
+        update pgmem.subjects as s
+        set ann = true
+        where s.tenant_id = p_tenant and (p_subjects is null or s.subject = any (p_subjects)) and not s.ann
+          and (select pg_catalog.count(*)
+               from (select from pgmem.memories as m
+                     where m.tenant_id = p_tenant and m.subject = s.subject and m.status = 'active'
+                     limit p_settings.exact_scan_limit + 1) as c) > p_settings.exact_scan_limit
+        returning s.subject
+    ),
+    indexed as (
+        update pgmem.memories as m
+        set ann = true
+        from crossed as c
+        where m.tenant_id = p_tenant and m.subject = c.subject and not m.ann
+    )
+    select pg_catalog.count(*) into v_flagged from crossed;
+    return v_flagged;
+end
+$$;
+
+comment on function pgmem._ann_subjects(text, pgmem.settings, text[]) is
+    'Flags the subjects of p_tenant (p_subjects, NULL = all) that hold more than settings.exact_scan_limit active memories, and their rows, so that the partial HNSW index covers them; returns how many it flagged (internal; called after writes).';
+
+create or replace function pgmem.index_subjects(p_tenant text default null)
+returns bigint
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tenant text := pgmem._maintenance_scope(p_tenant);
+    v_settings pgmem.settings;
+    v_flagged bigint := 0;
+begin
+    for v_settings in
+        select p.* from pgmem.settings as p
+        where p.tenant_id <> '_default' and (v_tenant is null or p.tenant_id = v_tenant)
+        order by p.tenant_id
+    loop
+        v_flagged := v_flagged + pgmem._ann_subjects(v_settings.tenant_id, v_settings, null);
+        -- Rows written by plain SQL into a subject already in the index.
+        update pgmem.memories as m
+        set ann = true
+        from pgmem.subjects as s
+        where s.tenant_id = v_settings.tenant_id and s.ann
+          and m.tenant_id = v_settings.tenant_id and m.subject = s.subject and not m.ann;
+    end loop;
+    return v_flagged;
+end
+$$;
+
+comment on function pgmem.index_subjects(text) is
+    'Puts every subject with more than settings.exact_scan_limit active memories, and all its rows, into the partial HNSW index that recall uses for large subjects; returns how many subjects it added. pgmem.remember and remember_many do this for the subjects they write; call it after inserting rows with plain SQL or lowering exact_scan_limit. p_tenant (BYPASSRLS roles) limits it to one tenant; a tenant role covers its own.';
+
 -- The decision ladder, once: both remember forms ask it. p_triple is what
 -- the fact's triple key (subject, predicate) finds among the active rows:
 -- 'same' object, an active fact that is 'newer', an 'other' object, or NULL
@@ -280,12 +356,14 @@ begin
     insert into pgmem.memories as m (tenant_id, subject, agent_id, session_id, kind, content, embedding, importance,
                                      source, triple_subject, triple_predicate, triple_object, valid_from,
                                      valid_to, status, status_changed_at, last_accessed_at, metadata, created_at,
-                                     updated_at)
+                                     updated_at, ann)
     values (p_tenant, p_subject, p_agent_id, p_session_id, p_kind, p_content, p_embedding, p_importance,
             p_source, pg_catalog.btrim(p_triple_subject), pg_catalog.btrim(p_triple_predicate),
             pg_catalog.btrim(p_triple_object), p_valid_from,
             v_newer_from, case when v_newer_id is null then 'active' else 'superseded' end,
-            p_now, p_now, p_metadata, p_now, p_now)
+            p_now, p_now, p_metadata, p_now, p_now,
+            -- In the HNSW index when its subject is (pgmem._ann_subjects).
+            (select s.ann from pgmem.subjects as s where s.tenant_id = p_tenant and s.subject = p_subject))
     returning m.memory_id into v_new_id;
     action := coalesce(action, 'inserted');
     memory_id := v_new_id;
@@ -321,6 +399,10 @@ begin
                 p_now, p_now);
         -- Wakes the worker at commit, like pgmem.enqueue.
         perform pg_catalog.pg_notify('pgmem_inbox', '');  -- no tenant: any role may LISTEN
+    end if;
+    if action in ('inserted', 'merge_pending') then
+        -- One more active row: the subject may have crossed exact_scan_limit.
+        perform pgmem._ann_subjects(p_tenant, p_settings, array[p_subject]);
     end if;
     return next;
 end

@@ -332,11 +332,12 @@ begin
             insert into pgmem.memories as m (tenant_id, subject, agent_id, session_id, kind, content, embedding,
                                              importance, source, triple_subject, triple_predicate, triple_object,
                                              valid_from, status_changed_at, last_accessed_at, metadata, created_at,
-                                             updated_at)
+                                             updated_at, ann)
             select v_tenant, b.subject, b.agent_id, b.session_id, b.kind, b.content, b.embedding, b.importance, b.source,
                    b.triple_subject, b.triple_predicate, b.triple_object, b.valid_from, v_now, v_now, b.metadata, v_now,
-                   v_now
+                   v_now, s.ann  -- in the HNSW index when its subject is (pgmem._ann_subjects)
             from pg_temp._pgmem_batch as b
+            join pgmem.subjects as s on s.tenant_id = v_tenant and s.subject = b.subject
             where b.action in ('inserted', 'merge_pending')
             order by b.item
             returning m.memory_id, m.subject, m.content_hash
@@ -368,6 +369,11 @@ begin
         if found then
             perform pg_catalog.pg_notify('pgmem_inbox', '');  -- no tenant: any role may LISTEN
         end if;
+
+        -- Subjects that grew may have crossed exact_scan_limit: one count each.
+        perform pgmem._ann_subjects(v_tenant, v_settings,
+                                    array(select distinct b.subject from pg_temp._pgmem_batch as b
+                                          where b.action in ('inserted', 'merge_pending')));
     end if;
 
     -- Items that meet the batch, one by one in item order.

@@ -73,7 +73,7 @@ begin
            p_settings.w_importance::double precision * p.importance
                + p_settings.w_recency::double precision * p.recency
                + p_settings.w_access::double precision * p.access_boost,
-           m.embedding, m.session_id, m.status, m.pinned, m.access_count, m.last_accessed_at,
+           m.embedding::public.vector, m.session_id, m.status, m.pinned, m.access_count, m.last_accessed_at,
            m.created_at, m.valid_from, m.valid_to, m.metadata
     from (
         -- One primary-key probe per id, fenced off from the filters below:

@@ -169,7 +169,11 @@ begin
     v_pool := greatest(v_settings.candidate_pool, p_k,
                                   case when p_mmr_lambda is not null then 4 * p_k else 0 end);
 
-    if p_embedding is not null and v_at >= v_now then
+    -- Only a subject the write path flagged (pgmem._ann_subjects) has its
+    -- rows in the partial HNSW index; any other is scanned exactly.
+    if p_embedding is not null and v_at >= v_now
+       and exists (select from pgmem.subjects as s
+                   where s.tenant_id = v_tenant and s.subject = p_subject and s.ann) then
         -- Counting stops one past the limit: cheap however big the subject.
         select pg_catalog.count(*) into v_subject_rows
         from (select from pgmem.memories as m
@@ -185,7 +189,7 @@ begin
             select coalesce(pg_catalog.array_agg(n.memory_id), '{}')
             from (select m.memory_id
                   from pgmem.memories as m
-                  where m.tenant_id = $1 and m.subject = $2 and m.status = 'active'
+                  where m.tenant_id = $1 and m.subject = $2 and m.status = 'active' and m.ann
                     and m.valid_from <= $3 and (m.valid_to is null or m.valid_to > $3)
                     and (m.expires_at is null or m.expires_at > $4)
                     and ($5::text[] is null or m.kind = any($5))

@@ -109,8 +109,8 @@ declare
 begin
     -- vector's = lives in schema public, off the pinned search_path: call it.
     if new.embedding is not null
-       and (tg_op = 'INSERT' or old.embedding is null or not public.vector_eq(new.embedding, old.embedding)) then
-        v_norm := public.vector_norm(new.embedding);
+       and (tg_op = 'INSERT' or old.embedding is null or not public.halfvec_eq(new.embedding, old.embedding)) then
+        v_norm := public.l2_norm(new.embedding);
         -- Same bounds as pgmem._check_embedding_stats (10_input.sql).
         if v_norm = 'NaN'::double precision or v_norm not between 1e-15 and 1e15 then
             raise exception 'embedding of memory % is degenerate: its norm % is outside [1e-15, 1e15]',
