@@ -15,6 +15,10 @@
   pgmem.memories.ann copies it onto each of the subject's rows, which is
   what the partial index can test. Recall's HNSW branch names the same
   predicate.
+- The memories_guard row trigger fires on updates of the columns it checks
+  only (embedding, content, session, agent, triple, metadata): it compared
+  exactly those, so nothing changes for a writer, but decay, archive,
+  capacity and reinforcement no longer call it once per row.
 
 Revision ID: 0006
 Revises: 0005
@@ -44,6 +48,15 @@ $$;
 """
 
 
+# The columns pgmem._memories_guard (sql/functions/70_guards.sql) checks on
+# an update; any other column cannot make it refuse or rewrite a row.
+GUARDED = "embedding, content, session_id, agent_id, triple_subject, triple_predicate, triple_object, metadata"
+GUARD = """
+create trigger memories_guard before insert or update{columns} on pgmem.memories
+    for each row execute function pgmem._memories_guard();
+"""
+
+
 def upgrade() -> None:
     op.execute("set local role pgmem_admin")
     op.execute("drop index pgmem.memories_embedding")
@@ -63,11 +76,15 @@ create index memories_embedding on pgmem.memories using hnsw (embedding public.h
 grant update (ann) on pgmem.subjects, pgmem.memories to pgmem_app;
 """
     )
+    op.execute("drop trigger memories_guard on pgmem.memories")
+    op.execute(GUARD.format(columns=" of " + GUARDED))
     op.execute("reset role")
 
 
 def downgrade() -> None:
     op.execute("set local role pgmem_admin")
+    op.execute("drop trigger memories_guard on pgmem.memories")
+    op.execute(GUARD.format(columns=""))
     op.execute("drop index pgmem.memories_embedding")
     op.execute("alter table pgmem.memories drop column ann")
     op.execute("alter table pgmem.subjects drop column ann")

@@ -26,6 +26,8 @@
 --   pgmem.remember, which redacts, and finish_task clears the rest.
 -- Roles that bypass row-level security (pgmem_admin: migrations and
 -- maintenance) are trusted with everything but the embedding check.
+-- memories_guard fires on updates of the columns it checks only (revision
+-- 0006): decay, archive and reinforcement do not pay a call per row.
 --
 -- Limits, by field: session_id and agent_id 256 characters (as subjects),
 -- triple parts 1024, metadata 16 KB of JSON, inbox payload 256 KB (16 turns
