@@ -690,3 +690,64 @@ def test_lifecycle_pass_at_scale_is_set_based_and_writes_little_when_steady(
     )
     # Loose guard against row-by-row regressions; ~1 s per 20k on an idle 2-CPU box.
     assert first_pass < rows / 1000
+
+
+HALF_LIFE_DAYS = {"episodic": 7, "semantic": 90, "preference": 180, "procedural": 365}
+
+
+def test_decay_writes_what_the_formula_says_on_a_seeded_set(
+    admin: psycopg.Connection, tenant: str
+) -> None:
+    """Every row's value and the count, over two passes (first, then an hour later), are
+    those of the definition: importance·exp(−ln 2·t/half-life), pinned = importance,
+    written only when it moves by ≥ 0.01 from the stored value (NULL = importance)."""
+    import random
+
+    rng = random.Random(30)
+    rows: dict[int, dict] = {}
+    for i in range(300):
+        kind = rng.choice(list(HALF_LIFE_DAYS))
+        importance = round(rng.uniform(0, 1), 3)
+        pinned = rng.random() < 0.1
+        mid = add_memory(
+            admin,
+            tenant,
+            f"fact {i}",
+            kind=kind,
+            importance=importance,
+            pinned=pinned,
+            last_accessed_at=T0 - timedelta(hours=rng.uniform(0, 24 * 400)),
+            status="archived" if rng.random() < 0.1 else "active",
+        )
+        if rng.random() < 0.3:  # decayed before, maybe long ago
+            admin.execute(
+                "update pgmem.memories set effective_importance = %s where memory_id = %s",
+                (round(rng.uniform(0, importance), 3), mid),
+            )
+        rows[mid] = memory(admin, mid)
+
+    for now in (T0, T0 + timedelta(hours=1)):
+        expected_written = 0
+        for row in rows.values():
+            if row["status"] != "active":
+                continue
+            if row["pinned"]:
+                value = row["importance"]
+            else:
+                hours = max(0.0, (now - row["last_accessed_at"]).total_seconds() / 3600)
+                rate = math.log(2) / (HALF_LIFE_DAYS[row["kind"]] * 24)
+                value = row["importance"] * math.exp(-min(rate * hours, 27))
+            stored = row["effective_importance"]
+            current = row["importance"] if stored is None else stored
+            pinned_moved = row["pinned"] and stored is not None and stored != row["importance"]
+            if abs(current - value) >= 0.01 or pinned_moved:
+                row["effective_importance"] = value
+                expected_written += 1
+        written = admin.execute("select pgmem.decay(%s)", (now,)).fetchone()[0]
+        assert written == expected_written
+        for mid, row in rows.items():
+            got = memory(admin, mid)["effective_importance"]
+            if row["effective_importance"] is None:
+                assert got is None, mid
+            else:
+                assert got == pytest.approx(row["effective_importance"], abs=2e-6), mid
