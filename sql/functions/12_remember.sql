@@ -83,26 +83,31 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_flagged bigint;
+    v_subject text;
+    v_rows bigint;
+    v_crossed text[] := '{}';
 begin
-    with crossed as (
-        update pgmem.subjects as s
-        set ann = true
+    -- One simple statement per step, each naming the tenant: Citus routes
+    -- every one of them to the tenant's shard (docs/scaling.md).
+    for v_subject in
+        select s.subject from pgmem.subjects as s
         where s.tenant_id = p_tenant and (p_subjects is null or s.subject = any (p_subjects)) and not s.ann
-          and (select pg_catalog.count(*)
-               from (select from pgmem.memories as m
-                     where m.tenant_id = p_tenant and m.subject = s.subject and m.status = 'active'
-                     limit p_settings.exact_scan_limit + 1) as c) > p_settings.exact_scan_limit
-        returning s.subject
-    ),
-    indexed as (
-        update pgmem.memories as m
-        set ann = true
-        from crossed as c
-        where m.tenant_id = p_tenant and m.subject = c.subject and not m.ann
-    )
-    select pg_catalog.count(*) into v_flagged from crossed;
-    return v_flagged;
+    loop
+        select pg_catalog.count(*) into v_rows
+        from (select from pgmem.memories as m
+              where m.tenant_id = p_tenant and m.subject = v_subject and m.status = 'active'
+              limit p_settings.exact_scan_limit + 1) as c;
+        if v_rows > p_settings.exact_scan_limit then
+            v_crossed := v_crossed || v_subject;
+        end if;
+    end loop;
+    if v_crossed <> '{}' then
+        update pgmem.subjects as s set ann = true
+        where s.tenant_id = p_tenant and s.subject = any (v_crossed);
+        update pgmem.memories as m set ann = true
+        where m.tenant_id = p_tenant and m.subject = any (v_crossed) and not m.ann;
+    end if;
+    return pg_catalog.cardinality(v_crossed);
 end
 $$;
 
@@ -130,9 +135,9 @@ begin
         -- Rows written by plain SQL into a subject already in the index.
         update pgmem.memories as m
         set ann = true
-        from pgmem.subjects as s
-        where s.tenant_id = v_settings.tenant_id and s.ann
-          and m.tenant_id = v_settings.tenant_id and m.subject = s.subject and not m.ann;
+        where m.tenant_id = v_settings.tenant_id and not m.ann
+          and m.subject in (select s.subject from pgmem.subjects as s
+                            where s.tenant_id = v_settings.tenant_id and s.ann);
     end loop;
     return v_flagged;
 end
@@ -229,6 +234,7 @@ declare
     v_newer_id bigint;
     v_newer_from timestamptz;
     -- Triple keys compare case-insensitively, without surrounding space.
+    v_ann boolean;
     v_subject_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_subject));
     v_predicate_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_predicate));
 begin
@@ -353,6 +359,9 @@ begin
         return;
     end if;
 
+    -- In the HNSW index when its subject is (pgmem._ann_subjects); read
+    -- first: Citus plans no subquery inside INSERT … VALUES.
+    select s.ann into v_ann from pgmem.subjects as s where s.tenant_id = p_tenant and s.subject = p_subject;
     insert into pgmem.memories as m (tenant_id, subject, agent_id, session_id, kind, content, embedding, importance,
                                      source, triple_subject, triple_predicate, triple_object, valid_from,
                                      valid_to, status, status_changed_at, last_accessed_at, metadata, created_at,
@@ -361,9 +370,7 @@ begin
             p_source, pg_catalog.btrim(p_triple_subject), pg_catalog.btrim(p_triple_predicate),
             pg_catalog.btrim(p_triple_object), p_valid_from,
             v_newer_from, case when v_newer_id is null then 'active' else 'superseded' end,
-            p_now, p_now, p_metadata, p_now, p_now,
-            -- In the HNSW index when its subject is (pgmem._ann_subjects).
-            (select s.ann from pgmem.subjects as s where s.tenant_id = p_tenant and s.subject = p_subject))
+            p_now, p_now, p_metadata, p_now, p_now, v_ann)
     returning m.memory_id into v_new_id;
     action := coalesce(action, 'inserted');
     memory_id := v_new_id;

@@ -125,6 +125,7 @@ declare
     v_tsquery tsquery;
     v_pool integer;
     v_subject_rows integer;
+    v_ann boolean;
     v_ids bigint[] := '{}';
 begin
     if p_subject is null then
@@ -171,9 +172,8 @@ begin
 
     -- Only a subject the write path flagged (pgmem._ann_subjects) has its
     -- rows in the partial HNSW index; any other is scanned exactly.
-    if p_embedding is not null and v_at >= v_now
-       and exists (select from pgmem.subjects as s
-                   where s.tenant_id = v_tenant and s.subject = p_subject and s.ann) then
+    select s.ann into v_ann from pgmem.subjects as s where s.tenant_id = v_tenant and s.subject = p_subject;
+    if p_embedding is not null and v_at >= v_now and v_ann then
         -- Counting stops one past the limit: cheap however big the subject.
         select pg_catalog.count(*) into v_subject_rows
         from (select from pgmem.memories as m

@@ -169,11 +169,8 @@ begin
     -- they have decayed by a step. Pinned memories do not decay: their
     -- effective importance is their importance (reset here if they were
     -- pinned after decaying).
-    -- The locked rows are updated by their ctid (tenant_id keeps Citus on
-    -- the tenant's shard): one pass over the table, not a second scan
-    -- joined on the key.
     with due as (
-        select m.tenant_id, m.ctid as row_id, v.value
+        select m.tenant_id, m.memory_id, v.value
         from pgmem.memories as m
         join pgmem.settings as p on p.tenant_id = m.tenant_id
         cross join lateral (
@@ -192,7 +189,7 @@ begin
     update pgmem.memories as m
     set effective_importance = d.value
     from due as d
-    where m.tenant_id = d.tenant_id and m.ctid = d.row_id;
+    where m.tenant_id = d.tenant_id and m.memory_id = d.memory_id;
     get diagnostics v_updated = row_count;
     return v_updated;
 end
