@@ -92,7 +92,9 @@ begin
     v_changed := pg_catalog.array_remove(array[
         case when v_content_changed then 'content' end,
         case when v_content_changed
-                  or (p_embedding is not null and p_embedding is distinct from v_old.embedding::real[])
+                  -- compared as stored: in half precision (halfvec)
+                  or (p_embedding is not null
+                      and p_embedding::public.halfvec::real[] is distinct from v_old.embedding::real[])
              then 'embedding' end,
         case when p_importance is not null and p_importance <> v_old.importance then 'importance' end,
         case when p_kind is not null and p_kind <> v_old.kind then 'kind' end,
