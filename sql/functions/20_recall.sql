@@ -220,10 +220,20 @@ begin
                        and (p_until is null or m.created_at < p_until)
                        and (p_metadata is null or m.metadata @> p_metadata) as visible,
                    case when v_ids = '{}' then m.embedding operator(public.<=>) p_embedding end as distance,
-                   pg_catalog.length(m.fts) - pg_catalog.length(pg_catalog.ts_delete(m.fts, v_lexemes)) as matched,
-                   m.fts
+                   t.matched,
+                   -- Only rows holding a query term are ranked or counted by
+                   -- term: the others need not carry their tsvector along.
+                   case when t.matched > 0 then m.fts end as fts
             from pgmem.memories as m
+            cross join lateral (
+                select pg_catalog.length(m.fts) - pg_catalog.length(pg_catalog.ts_delete(m.fts, v_lexemes)) as matched
+            ) as t
             where m.tenant_id = v_tenant and m.subject = p_subject and m.status = any(v_statuses)
+        ),
+        -- The active rows holding at least one query term: a term's df
+        -- counts among these only, not over every (term, row) pair.
+        hits as materialized (
+            select s.fts from scan as s where s.counted and s.matched > 0
         ),
         terms as (
             select l.position,
@@ -236,12 +246,10 @@ begin
                || array(select s.memory_id from scan as s where s.visible and s.matched > 0
                         order by s.matched desc, pg_catalog.ts_rank_cd(s.fts, v_tsquery) desc, s.memory_id desc
                         limit v_pool),
-               (select pg_catalog.array_agg(
-                           pgmem._term_weight(c.n, c.df) order by c.position)
-                from (select t.position, pg_catalog.count(*) filter (where s.counted) as n,
-                             pg_catalog.count(*) filter (where s.counted and s.fts @@ t.query) as df
-                      from terms as t cross join scan as s
-                      group by t.position) as c)
+               (select pg_catalog.array_agg(pgmem._term_weight(a.n, c.df) order by t.position)
+                from terms as t
+                cross join (select pg_catalog.count(*) as n from scan as s where s.counted) as a
+                cross join lateral (select pg_catalog.count(*) as df from hits as h where h.fts @@ t.query) as c)
         into v_ids, v_weights;
     elsif p_embedding is null and pg_catalog.btrim(coalesce(p_query, '')) = '' then
         -- No query at all: rank every visible memory by importance and
