@@ -1,0 +1,95 @@
+"""What recall's speed rests on (issue 12): reinforcement writes no more than it must.
+
+Timings are benchmark output, never asserted; these tests pin down the work a
+recall does instead, counted by PostgreSQL's own statistics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import psycopg
+import pytest
+from conftest import Db, Tenant
+from psycopg import sql
+
+
+def _guard_calls(conn: psycopg.Connection) -> int:
+    """Calls of pgmem._memories_guard counted by this session and not yet reported
+    (track_functions): differences within one transaction are its calls."""
+    row = conn.execute(
+        "select coalesce(sum(calls), 0) from pg_catalog.pg_stat_xact_user_functions"
+        " where schemaname = 'pgmem' and funcname = '_memories_guard'"
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.fixture
+def tracked(db: Db, new_tenant: Callable[[], Tenant]) -> Tenant:
+    """A tenant whose sessions count PL/pgSQL function calls (a superuser-only setting)."""
+    tenant = new_tenant()
+    role = tenant.conn.execute("select current_user").fetchone()
+    assert role is not None
+    db.admin.execute(
+        sql.SQL("alter role {} set track_functions = 'pl'").format(sql.Identifier(role[0]))
+    )
+    tenant.conn.close()
+    return Tenant(tenant.name, psycopg.connect(tenant.dsn, autocommit=True), tenant.dsn)
+
+
+def test_reinforcement_does_not_run_the_memories_guard(tracked: Tenant) -> None:
+    conn = tracked.conn
+    try:
+        for content in ("Alice plays the violin", "Alice lives in Lisbon", "Bob likes tea"):
+            conn.execute("select pgmem.remember('alice', %s)", (content,))
+        with conn.transaction():
+            before = _guard_calls(conn)
+            rows = conn.execute(
+                "select memory_id, access_count from pgmem.recall('alice', 'violin Lisbon')"
+            ).fetchall()
+            assert len(rows) == 2
+            # The rows were reinforced, and the guard was not called for them.
+            counts = conn.execute(
+                "select access_count from pgmem.memories where memory_id = any(%s)",
+                ([r[0] for r in rows],),
+            ).fetchall()
+            assert sorted(c[0] for c in counts) == sorted(r[1] + 1 for r in rows)
+            assert _guard_calls(conn) == before
+            # A write of a column the guard inspects still runs it (so the count above is real).
+            conn.execute(
+                "update pgmem.memories set metadata = '{\"k\": 1}' where memory_id = %s",
+                (rows[0][0],),
+            )
+            assert _guard_calls(conn) == before + 1
+    finally:
+        conn.close()
+
+
+def test_the_guard_still_checks_every_column_it_inspects(tracked: Tenant) -> None:
+    conn = tracked.conn
+    try:
+        conn.execute("select pgmem.remember('alice', 'Alice plays the violin')")
+        row = conn.execute("select memory_id from pgmem.memories").fetchone()
+        assert row is not None
+        for column, value in (
+            ("content", "'Alice plays the cello'"),
+            ("session_id", "'s1'"),
+            ("agent_id", "'a1'"),
+            ("metadata", "'{\"k\": 2}'"),
+            ("triple_subject", "triple_subject"),
+            ("triple_predicate", "triple_predicate"),
+            ("triple_object", "triple_object"),
+            ("embedding", "embedding"),
+        ):
+            with conn.transaction():
+                before = _guard_calls(conn)
+                conn.execute(
+                    sql.SQL("update pgmem.memories set {} = {} where memory_id = %s").format(
+                        sql.Identifier(column), sql.SQL(value)
+                    ),
+                    (row[0],),
+                )
+                assert _guard_calls(conn) == before + 1, column
+    finally:
+        conn.close()
