@@ -14,25 +14,30 @@ from conftest import Db, Tenant
 from psycopg import sql
 
 
-def _guard_calls(conn: psycopg.Connection) -> int:
-    """Calls of pgmem._memories_guard counted by this session and not yet reported
+def _calls(conn: psycopg.Connection, function: str) -> int:
+    """Calls of pgmem.<function> counted by this session and not yet reported
     (track_functions): differences within one transaction are its calls."""
     row = conn.execute(
         "select coalesce(sum(calls), 0) from pg_catalog.pg_stat_xact_user_functions"
-        " where schemaname = 'pgmem' and funcname = '_memories_guard'"
+        " where schemaname = 'pgmem' and funcname = %s",
+        (function,),
     ).fetchone()
     assert row is not None
     return int(row[0])
 
 
+def _guard_calls(conn: psycopg.Connection) -> int:
+    return _calls(conn, "_memories_guard")
+
+
 @pytest.fixture
 def tracked(db: Db, new_tenant: Callable[[], Tenant]) -> Tenant:
-    """A tenant whose sessions count PL/pgSQL function calls (a superuser-only setting)."""
+    """A tenant whose sessions count function calls (a superuser-only setting)."""
     tenant = new_tenant()
     role = tenant.conn.execute("select current_user").fetchone()
     assert role is not None
     db.admin.execute(
-        sql.SQL("alter role {} set track_functions = 'pl'").format(sql.Identifier(role[0]))
+        sql.SQL("alter role {} set track_functions = 'all'").format(sql.Identifier(role[0]))
     )
     tenant.conn.close()
     return Tenant(tenant.name, psycopg.connect(tenant.dsn, autocommit=True), tenant.dsn)
@@ -91,5 +96,43 @@ def test_the_guard_still_checks_every_column_it_inspects(tracked: Tenant) -> Non
                     (row[0],),
                 )
                 assert _guard_calls(conn) == before + 1, column
+    finally:
+        conn.close()
+
+
+def test_reinforcement_leaves_the_text_columns_alone(tracked: Tenant, db: Db) -> None:
+    """content_hash and fts follow the content only: a reinforced row recomputes
+    neither (PostgreSQL 15 recomputed stored generated columns on every UPDATE)."""
+    conn = tracked.conn
+    try:
+        conn.execute("select pgmem.remember('alice', 'Alice plays the violin in Lisbon')")
+        with conn.transaction():
+            tsv, hashes = _calls(conn, "_tsv"), _calls(conn, "_content_hash")
+            conn.execute("select * from pgmem.recall('alice', 'violin', p_reinforce => false)")
+            # recall tokenizes its query with _tsv once; the rows are not tokenized again.
+            query_only = _calls(conn, "_tsv") - tsv
+            tsv = _calls(conn, "_tsv")
+            rows = conn.execute("select memory_id from pgmem.recall('alice', 'violin')").fetchall()
+            assert len(rows) == 1
+            assert _calls(conn, "_tsv") - tsv == query_only
+            assert _calls(conn, "_content_hash") == hashes
+        row = conn.execute("select memory_id, access_count from pgmem.memories").fetchone()
+        assert row is not None and row[1] == 1
+        # Writing the content computes both columns from it, as the generated columns did.
+        conn.execute(
+            "update pgmem.memories set content = 'Alice plays the cello' where memory_id = %s",
+            (row[0],),
+        )
+        # A direct write of either column (only an owner could) gives way to the content's values.
+        db.admin.execute(
+            "update pgmem.memories set fts = 'zzz', content_hash = 'x' where memory_id = %s",
+            (row[0],),
+        )
+        check = db.admin.execute(
+            "select fts = pgmem._tsv(content), content_hash = pgmem._content_hash(content),"
+            " fts @@ 'cello'::tsquery from pgmem.memories where memory_id = %s",
+            (row[0],),
+        ).fetchone()
+        assert check == (True, True, True)
     finally:
         conn.close()

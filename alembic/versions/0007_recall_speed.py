@@ -1,15 +1,28 @@
-"""Recall speed (issue 12): reinforcement no longer runs the memories guard.
+"""Recall speed (issue 12): reinforcing a recalled row writes only its access columns.
 
-The row trigger memories_guard (0002, body in sql/functions/70_guards.sql)
-fired on every UPDATE of pgmem.memories. It inspects content, embedding,
-session_id, agent_id, the triple and metadata only, and does nothing when
-none of them changed, yet on every row recall reinforces (access_count,
-last_accessed_at) and every row decay rescores (effective_importance) it
-still ran: a PL/pgSQL call that detoasted the old and the new embedding to
-compare them, the content, and the metadata. It now fires only when an
-UPDATE sets one of the columns it inspects (UPDATE OF: any statement that
-names one of them in SET, ON CONFLICT DO UPDATE included), so what it
-checks and rewrites is unchanged and the writes that cannot concern it skip it.
+Recall adds 1 to access_count and moves last_accessed_at of every row it
+returns; decay rescores effective_importance. On PostgreSQL 15 each such
+UPDATE also did work that cannot concern it:
+
+- memories.content_hash and memories.fts were stored generated columns, and
+  PostgreSQL 15 recomputes every stored generated column on every UPDATE,
+  whatever it sets: _tsv and _content_hash ran again for each reinforced row
+  (~0.25 ms a row), and a recomputed tsvector that had been stored compressed
+  is not byte-equal to the old one, so the update could not be HOT and went
+  into every index again, HNSW included. They become plain columns, kept by
+  the row trigger memories_text (body pgmem._memories_text in
+  sql/functions/00_text.sql), which fires on INSERT and on an UPDATE that
+  writes content (or the two columns themselves: a direct write of either is
+  replaced by the computed value, as a generated column cannot be written).
+  DROP EXPRESSION keeps the stored values; nothing is rewritten.
+- The row trigger memories_guard (0002, body in sql/functions/70_guards.sql)
+  fired on every UPDATE. It inspects content, embedding, session_id,
+  agent_id, the triple and metadata only, and does nothing when none of them
+  changed, yet for each reinforced row it ran a PL/pgSQL call that detoasted
+  the old and the new embedding to compare them. It now fires only when an
+  UPDATE sets one of those columns (UPDATE OF: any statement naming one of
+  them in SET, ON CONFLICT DO UPDATE included), so what it checks and
+  rewrites is unchanged.
 
 Revision ID: 0007
 Revises: 0005
@@ -26,14 +39,27 @@ depends_on = None
 # Exactly the columns pgmem._memories_guard reads on UPDATE.
 GUARDED = "content, embedding, session_id, agent_id, triple_subject, triple_predicate, triple_object, metadata"
 
+# Replaced by sql/functions/00_text.sql at the end of the same migration;
+# CREATE TRIGGER needs it to exist first.
+STUB = """
+create or replace function pgmem._memories_text() returns trigger
+language plpgsql security invoker set search_path = pg_catalog, pg_temp
+as $$ begin return new; end $$;
+"""
+
 
 def upgrade() -> None:
     op.execute("set local role pgmem_admin")
+    op.execute(STUB)
     op.execute(
         f"""
 drop trigger memories_guard on pgmem.memories;
 create trigger memories_guard before insert or update of {GUARDED} on pgmem.memories
     for each row execute function pgmem._memories_guard();
+alter table pgmem.memories alter column content_hash drop expression;
+alter table pgmem.memories alter column fts drop expression;
+create trigger memories_text before insert or update of content, content_hash, fts on pgmem.memories
+    for each row execute function pgmem._memories_text();
 """
     )
     op.execute("reset role")
@@ -43,6 +69,17 @@ def downgrade() -> None:
     op.execute("set local role pgmem_admin")
     op.execute(
         """
+drop trigger memories_text on pgmem.memories;
+drop function pgmem._memories_text();
+-- A column cannot become generated again in place: add it anew (every row is
+-- recomputed) and rebuild the two indexes that went with the old one.
+alter table pgmem.memories drop column content_hash, drop column fts;
+alter table pgmem.memories
+    add column content_hash text generated always as (pgmem._content_hash(content)) stored,
+    add column fts tsvector generated always as (pgmem._tsv(content)) stored;
+create unique index memories_active_content on pgmem.memories (tenant_id, subject, content_hash)
+    where status = 'active';
+create index memories_fts on pgmem.memories using gin (tenant_id, subject, fts) where status = 'active';
 drop trigger memories_guard on pgmem.memories;
 create trigger memories_guard before insert or update on pgmem.memories
     for each row execute function pgmem._memories_guard();
