@@ -6,6 +6,7 @@ recall does instead, counted by PostgreSQL's own statistics.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 import psycopg
@@ -134,5 +135,35 @@ def test_reinforcement_leaves_the_text_columns_alone(tracked: Tenant, db: Db) ->
             (row[0],),
         ).fetchone()
         assert check == (True, True, True)
+    finally:
+        conn.close()
+
+
+def test_reinforcement_leaves_the_hnsw_index_untouched(tracked: Tenant, db: Db) -> None:
+    """A reinforced row is updated in place (HOT): no new index entries, HNSW's
+    included. One row per recall (k = 1): its page keeps room for one version."""
+    rng = random.Random(12)
+    conn = tracked.conn
+    try:
+        vectors = []
+        for i in range(20):
+            v = [rng.gauss(0, 1) for _ in range(384)]
+            vectors.append(v)
+            conn.execute(
+                "select pgmem.remember('alice', %s, %s::real[])",
+                (f"Alice note {i} about the violin", v),
+            )
+        size = "select pg_relation_size('pgmem.memories_embedding')"
+        before = db.admin.execute(size).fetchone()
+        for i in range(300):
+            rows = conn.execute(
+                "select memory_id from pgmem.recall('alice', 'violin note', %s::public.vector,"
+                " p_k => 1)",
+                (str(vectors[i % 20]),),
+            ).fetchall()
+            assert len(rows) == 1
+        total = conn.execute("select sum(access_count) from pgmem.memories").fetchone()
+        assert total == (300,)
+        assert db.admin.execute(size).fetchone() == before
     finally:
         conn.close()
