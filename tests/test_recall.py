@@ -601,8 +601,11 @@ def test_hnsw_path_for_big_subjects_agrees_with_the_exact_scan(
     # The filter holds on the index path too.
     filtered = acme.recall(None, query, kinds=["episodic"])
     assert filtered == []
-    # Hybrid on the index path: text candidates join the vector ones.
+    # Hybrid on the index path: text candidates join the vector ones. The
+    # subject is counted by the text scan itself, and found over the limit.
+    scans_before = hnsw_scans(admin, acme.conn)
     hybrid = acme.recall("alice note 7", query)
+    assert hnsw_scans(admin, acme.conn) > scans_before
     assert all(r["text_match"] is not None for r in hybrid)
     acme.conn.execute("reset enable_sort")
     set_settings(admin, "acme", exact_scan_limit=20000)

@@ -5,9 +5,10 @@
 -- characters becomes one token, so a query word never matches inside it.
 -- CJK runs are indexed as overlapping character bigrams (the approach of
 -- Lucene's CJKAnalyzer), everything else goes through the 'english'
--- configuration (stemming, stop words). Both functions are immutable so
--- they can feed stored generated columns; changing their bodies requires a
--- migration that recomputes memories.fts and memories.content_hash.
+-- configuration (stemming, stop words). Both functions are immutable:
+-- memories.fts and memories.content_hash hold their results (kept by the
+-- trigger pgmem._memories_text), so changing their bodies requires a
+-- migration that recomputes those columns.
 
 create or replace function pgmem._normalize(p_content text)
 returns text
@@ -73,6 +74,34 @@ $$;
 
 comment on function pgmem._tsv(text) is
     'Full-text vector of a memory: English words stemmed, CJK text as character bigrams.';
+
+-- memories.content_hash and memories.fts were stored generated columns until
+-- revision 0007. PostgreSQL 15 recomputes every stored generated column on
+-- every UPDATE of a row, whatever it sets: each access_count + 1 of recall's
+-- reinforcement and each rescoring by decay ran _tsv and _content_hash again
+-- (~0.25 ms a row), and a recomputed tsvector that had been stored compressed
+-- no longer equals the old one byte for byte, which ruled out a HOT update
+-- (the row went into every index again, HNSW included). The trigger
+-- memories_text (BEFORE INSERT OR UPDATE OF content, content_hash, fts)
+-- computes them when the content is written only; it fires after
+-- memories_guard (triggers fire in name order), so from the redacted content,
+-- as the generated columns did.
+create or replace function pgmem._memories_text()
+returns trigger
+language plpgsql
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- Set whatever the statement gave: the two columns follow the content only.
+    new.content_hash := pgmem._content_hash(new.content);
+    new.fts := pgmem._tsv(new.content);
+    return new;
+end
+$$;
+
+comment on function pgmem._memories_text() is
+    'Row trigger on pgmem.memories: content_hash and fts from the content, when a row is inserted or its content written (internal).';
 
 create or replace function pgmem._tsq(p_query text)
 returns tsquery

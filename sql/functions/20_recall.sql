@@ -126,6 +126,10 @@ declare
     v_pool integer;
     v_subject_rows integer;
     v_ann boolean;
+    v_active integer;
+    v_exact boolean;
+    v_near bigint[] := '{}';
+    v_matching bigint[] := '{}';
     v_ids bigint[] := '{}';
 begin
     if p_subject is null then
@@ -173,12 +177,86 @@ begin
     -- Only a subject the write path flagged (pgmem._ann_subjects) has its
     -- rows in the partial HNSW index; any other is scanned exactly.
     select s.ann into v_ann from pgmem.subjects as s where s.tenant_id = v_tenant and s.subject = p_subject;
-    if p_embedding is not null and v_at >= v_now and v_ann then
+    v_ann := coalesce(v_ann, false);
+    if p_embedding is not null and v_at >= v_now and v_ann and v_lexemes is null then
         -- Counting stops one past the limit: cheap however big the subject.
+        -- With query terms the subject is scanned below in any case, and
+        -- that pass counts it (one pass over the rows instead of two).
         select pg_catalog.count(*) into v_subject_rows
         from (select from pgmem.memories as m
               where m.tenant_id = v_tenant and m.subject = p_subject and m.status = 'active'
               limit v_settings.exact_scan_limit + 1) as s;
+    end if;
+
+    -- Exact nearest rows from the scan below, unless counted too many.
+    v_exact := p_embedding is not null
+               and not coalesce(v_subject_rows > v_settings.exact_scan_limit, false);
+
+    if v_lexemes is not null or v_exact then
+        -- One pass over the subject's rows (btree memories_subject) yields
+        --   * the nearest rows, exactly (unless the subject was counted
+        --     above as too big for that);
+        --   * with query terms, how many active rows the subject holds:
+        --     over exact_scan_limit, HNSW replaces the nearest rows below
+        --     (distances spent in vain, for a subject bigger than the default
+        --     capacity_per_subject allows);
+        --   * the rows holding most query terms (row-level security keeps
+        --     memories_fts out of reach: see the top of this file);
+        --   * each query term's weight, pgmem._term_weight(N, df), N = the
+        --     subject's active memories and df = those holding the term.
+        -- Sorting outside the materialized CTE keeps the HNSW index out.
+        with scan as materialized (
+            select m.memory_id,
+                   m.status = 'active' as counted,
+                   m.valid_from <= v_at and (m.valid_to is null or m.valid_to > v_at)
+                       and (m.expires_at is null or m.expires_at > v_now)
+                       and (p_kinds is null or m.kind = any(p_kinds))
+                       and (p_session_id is null or m.session_id = p_session_id)
+                       and (p_since is null or m.created_at >= p_since)
+                       and (p_until is null or m.created_at < p_until)
+                       and (p_metadata is null or m.metadata @> p_metadata) as visible,
+                   case when v_exact then m.embedding operator(public.<=>) p_embedding end as distance,
+                   t.matched,
+                   -- Only rows holding a query term are ranked or counted by
+                   -- term: the others need not carry their tsvector along.
+                   case when t.matched > 0 then m.fts end as fts
+            from pgmem.memories as m
+            cross join lateral (
+                select pg_catalog.length(m.fts) - pg_catalog.length(pg_catalog.ts_delete(m.fts, v_lexemes)) as matched
+            ) as t
+            where m.tenant_id = v_tenant and m.subject = p_subject and m.status = any(v_statuses)
+        ),
+        -- The active rows holding at least one query term: a term's df
+        -- counts among these only, not over every (term, row) pair.
+        hits as materialized (
+            select s.fts from scan as s where s.counted and s.matched > 0
+        ),
+        terms as (
+            select l.position,
+                   pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, pg_catalog.quote_literal(l.lexeme)) as query
+            from pg_catalog.unnest(v_lexemes) with ordinality as l(lexeme, position)
+        )
+        select array(select s.memory_id from scan as s where s.visible and s.distance is not null
+                     order by s.distance limit v_pool),
+               array(select s.memory_id from scan as s where s.visible and s.matched > 0
+                     order by s.matched desc, pg_catalog.ts_rank_cd(s.fts, v_tsquery) desc, s.memory_id desc
+                     limit v_pool),
+               (select pg_catalog.count(*) from scan as s where s.counted),
+               (select pg_catalog.array_agg(pgmem._term_weight(a.n, c.df) order by t.position)
+                from terms as t
+                cross join (select pg_catalog.count(*) as n from scan as s where s.counted) as a
+                cross join lateral (select pg_catalog.count(*) as df from hits as h where h.fts @@ t.query) as c)
+        into v_near, v_matching, v_active, v_weights;
+        if p_embedding is not null and v_at >= v_now and v_ann and v_lexemes is not null then
+            v_subject_rows := v_active;
+        end if;
+    elsif p_embedding is null and pg_catalog.btrim(coalesce(p_query, '')) = '' then
+        -- No query at all: rank every visible memory by importance and
+        -- recency. (A query of stop words only matches nothing.)
+        v_ids := array(
+            select m.memory_id
+            from pgmem.memories as m
+            where m.tenant_id = v_tenant and m.subject = p_subject and m.status = any(v_statuses));
     end if;
 
     if v_subject_rows > v_settings.exact_scan_limit then
@@ -200,60 +278,12 @@ begin
                   order by m.embedding operator(public.<=>) $10
                   limit $11) as n
         $q$
-        into v_ids
+        into v_near
         using v_tenant, p_subject, v_at, v_now, p_kinds, p_session_id, p_since, p_until, p_metadata,
               p_embedding, v_pool;
     end if;
-
-    if v_lexemes is not null or (p_embedding is not null and v_ids = '{}') then
-        -- One pass over the subject's rows (btree memories_subject) yields
-        --   * the nearest rows, exactly (unless HNSW gave them above);
-        --   * the rows holding most query terms (row-level security keeps
-        --     memories_fts out of reach: see the top of this file);
-        --   * each query term's weight, pgmem._term_weight(N, df), N = the
-        --     subject's active memories and df = those holding the term.
-        -- Sorting outside the materialized CTE keeps the HNSW index out.
-        with scan as materialized (
-            select m.memory_id,
-                   m.status = 'active' as counted,
-                   m.valid_from <= v_at and (m.valid_to is null or m.valid_to > v_at)
-                       and (m.expires_at is null or m.expires_at > v_now)
-                       and (p_kinds is null or m.kind = any(p_kinds))
-                       and (p_session_id is null or m.session_id = p_session_id)
-                       and (p_since is null or m.created_at >= p_since)
-                       and (p_until is null or m.created_at < p_until)
-                       and (p_metadata is null or m.metadata @> p_metadata) as visible,
-                   case when v_ids = '{}' then m.embedding operator(public.<=>) p_embedding end as distance,
-                   pg_catalog.length(m.fts) - pg_catalog.length(pg_catalog.ts_delete(m.fts, v_lexemes)) as matched,
-                   m.fts
-            from pgmem.memories as m
-            where m.tenant_id = v_tenant and m.subject = p_subject and m.status = any(v_statuses)
-        ),
-        terms as (
-            select l.position,
-                   pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, pg_catalog.quote_literal(l.lexeme)) as query
-            from pg_catalog.unnest(v_lexemes) with ordinality as l(lexeme, position)
-        )
-        select v_ids
-               || array(select s.memory_id from scan as s where s.visible and s.distance is not null
-                        order by s.distance limit v_pool)
-               || array(select s.memory_id from scan as s where s.visible and s.matched > 0
-                        order by s.matched desc, pg_catalog.ts_rank_cd(s.fts, v_tsquery) desc, s.memory_id desc
-                        limit v_pool),
-               (select pg_catalog.array_agg(
-                           pgmem._term_weight(c.n, c.df) order by c.position)
-                from (select t.position, pg_catalog.count(*) filter (where s.counted) as n,
-                             pg_catalog.count(*) filter (where s.counted and s.fts @@ t.query) as df
-                      from terms as t cross join scan as s
-                      group by t.position) as c)
-        into v_ids, v_weights;
-    elsif p_embedding is null and pg_catalog.btrim(coalesce(p_query, '')) = '' then
-        -- No query at all: rank every visible memory by importance and
-        -- recency. (A query of stop words only matches nothing.)
-        v_ids := array(
-            select m.memory_id
-            from pgmem.memories as m
-            where m.tenant_id = v_tenant and m.subject = p_subject and m.status = any(v_statuses));
+    if v_ids = '{}' then  -- not the no-query case
+        v_ids := v_near || v_matching;
     end if;
 
     return query
