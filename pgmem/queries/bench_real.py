@@ -29,16 +29,22 @@ GENERATE_MEMORIES: Final = """
 insert into pgmem.memories (tenant_id, subject, kind, content, embedding, importance, source,
                             created_at, valid_from, updated_at, last_accessed_at,
                             status_changed_at)
-select %(tenant)s, pg_catalog.format('user-%%s', x.s), 'episodic', t.content, t.embedding, 0.5,
-       'import', x.at, x.at, x.at, x.at, x.at
+select %(tenant)s, pg_catalog.format('user-%%s', d.s), 'episodic', d.content, d.embedding, 0.5,
+       'import', d.at, d.at, d.at, d.at, d.at
 from (
-    select i, i %% %(subjects)s as s, i / %(subjects)s as j,
-           %(now)s - (i %% 997) * interval '9 hours' as at
-    from generate_series(0, %(subjects)s * %(per_subject)s - 1) as i
-) as x
-join public.bench_turns as t
-  on t.turn_no = ((%(starts)s::integer[])[1 + x.s %% %(conversations)s] + x.j) %% %(turns)s
-order by x.i
+    -- Turns that differ only in case or spacing are one memory (content_hash).
+    select distinct on (x.s, pgmem._content_hash(t.content)) x.i, x.s, x.at, t.content,
+           t.embedding
+    from (
+        select i, i %% %(subjects)s as s, i / %(subjects)s as j,
+               %(now)s - (i %% 997) * interval '9 hours' as at
+        from generate_series(0, %(subjects)s * %(per_subject)s - 1) as i
+    ) as x
+    join public.bench_turns as t
+      on t.turn_no = ((%(starts)s::integer[])[1 + x.s %% %(conversations)s] + x.j) %% %(turns)s
+    order by x.s, pgmem._content_hash(t.content), x.i
+) as d
+order by d.i
 """
 CREATE_BASELINE: Final = """
 create table public.baseline_memories (

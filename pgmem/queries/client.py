@@ -21,6 +21,7 @@ from typing import Final
 __all__ = [
     "ARCHIVE_BACKLOG",
     "BIND_TENANT",
+    "BIND_TENANT_SESSION",
     "CAPACITY_USAGE",
     "CONTEXT",
     "COUNT_EXPORT",
@@ -43,6 +44,9 @@ __all__ = [
 # The one tenant binding (client, worker, CLI): pgmem.bind_tenant binds it for a
 # pgmem_service member and otherwise returns the login's own tenant to compare.
 BIND_TENANT: Final = "select pgmem.bind_tenant(%(tenant)s) as tenant"
+# The same for the whole session: once per pooled connection of a client (or a
+# worker) that always acts for one tenant.
+BIND_TENANT_SESSION: Final = "select pgmem.bind_tenant(%(tenant)s, false) as tenant"
 
 TENANT_DIMS: Final = """
 select s.embedding_dims, s.embedding_model
