@@ -17,7 +17,8 @@ Connections. ``Memory(dsn)`` keeps a pool of its own connections (``dsn`` or
 ``PGMEM_DSN``, else the embedded server; :mod:`psycopg_pool`, at most ``pool_size``,
 opened on first use), so threads may share one client. Each pooled connection has the
 client's tenant bound once, for its session; a call is then one statement in its own
-transaction: one round trip. ``Memory(pool=app_pool)`` draws from the caller's
+transaction: one round trip. (On a Citus coordinator the session's binding does not
+reach the shards: there every call binds in its own transaction, as below.) ``Memory(pool=app_pool)`` draws from the caller's
 :class:`~psycopg_pool.ConnectionPool` instead (its connections may serve other tenants:
 each call runs in a transaction that binds the tenant first). ``Memory(conn=app_conn)``,
 or ``conn=`` on any call, uses the caller's psycopg connection: inside a transaction the
@@ -158,8 +159,10 @@ class Memory:
         self._pool = pool
         self._pool_size = pool_size
         self._own_pool: ConnectionPool[Any] | None = None
-        # Connections of the own pool whose session has the tenant bound already.
+        # Connections of the own pool whose session has the tenant bound already, and
+        # whether that binding reaches every statement (not on Citus: BIND_TENANT_SESSION).
         self._bound: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._session_wide = True
         self._embedder_arg = embedder
         self._embedder: Embedder | None = None
         self._llm_arg = llm
@@ -207,7 +210,9 @@ class Memory:
         """A connection of the client's own pool, its session bound to the tenant."""
         with self._pool_of_own().connection() as conn:
             if conn not in self._bound:
-                self._bind_tenant(conn, session=True)
+                row = self._bind_tenant(conn, session=True)
+                if row is not None:
+                    self._session_wide = bool(row["session_wide"])
                 self._bound.add(conn)
             yield conn
 
@@ -218,10 +223,12 @@ class Memory:
         in a transaction that binds the tenant first (:meth:`transaction`)."""
         if conn is None and self._conn is None and self._pool is None:
             with self._pooled() as pooled:
-                yield pooled
-        else:
-            with self.transaction(conn) as target:
-                yield target
+                if self._session_wide:
+                    yield pooled
+                    return
+            # On Citus the session's binding does not reach the shards: bind per call.
+        with self.transaction(conn) as target:
+            yield target
 
     @contextmanager
     def transaction(self, conn: Connection | None = None) -> Iterator[Connection]:
@@ -244,11 +251,13 @@ class Memory:
                 yield pooled
         else:
             with self._pooled() as pooled, pooled.transaction():
+                if not self._session_wide:
+                    self._bind_tenant(pooled)
                 yield pooled
 
-    def _bind_tenant(self, conn: Connection, *, session: bool = False) -> None:
+    def _bind_tenant(self, conn: Connection, *, session: bool = False) -> Row | None:
         if self.tenant is None:
-            return  # a login role's binding, or PM001 from the first function that needs one
+            return None  # a login role's binding, or PM001 from the first function that needs one
         statement = queries.BIND_TENANT_SESSION if session else queries.BIND_TENANT
         row = _one(conn, statement, {"tenant": self.tenant})
         if row["tenant"] != self.tenant:
@@ -256,6 +265,7 @@ class Memory:
                 f"this connection's role acts for tenant {row['tenant']!r}, not {self.tenant!r}; "
                 "connect as that tenant's login role, or as a pgmem_service member"
             )
+        return row
 
     # -------------------------------------------------------- models (lazy)
 

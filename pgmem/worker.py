@@ -302,8 +302,7 @@ class Worker:
         self.stats = WorkerStats()
         self._stop = threading.Event()
         self._signals = 0
-        # False when the session's tenant is fixed: a tenant's login role, or a
-        # worker for one tenant, which binds it once per connection (_configure).
+        # False when the session's tenant is fixed (a tenant's login role).
         self._bind_per_job = True
 
     # ------------------------------------------------------------------ control
@@ -380,10 +379,8 @@ class Worker:
             # it would claim every tenant's jobs.
             conn.execute(wq.DROP_TO_SERVICE)
             log.info("serving tenant %s only: acting as pgmem_service (was %s)", self.tenant, role)
-        # Bound for the session (PM002 now if it is unknown): the worker acts for this
-        # one tenant on this connection, so no batch or job binds it again.
-        conn.execute(queries.BIND_TENANT_SESSION, {"tenant": self.tenant})
-        self._bind_per_job = False
+        with conn.transaction():
+            conn.execute(queries.BIND_TENANT, {"tenant": self.tenant})  # PM002 now if it is unknown
 
     def _listen(self) -> psycopg.Connection[Any]:
         conn = psycopg.connect(self.dsn, autocommit=True, application_name=APPLICATION_NAME)
