@@ -18,9 +18,10 @@ Connections. ``Memory(dsn)`` keeps a pool of its own connections (``dsn`` or
 opened on first use), so threads may share one client. Each pooled connection has the
 client's tenant bound once, for its session; a call is then one statement in its own
 transaction: one round trip. (On a Citus coordinator the session's binding does not
-reach the shards: there every call binds in its own transaction, as below.) ``Memory(pool=app_pool)`` draws from the caller's
-:class:`~psycopg_pool.ConnectionPool` instead (its connections may serve other tenants:
-each call runs in a transaction that binds the tenant first). ``Memory(conn=app_conn)``,
+reach the shards: there every call binds in its own transaction, as below.)
+``Memory(pool=app_pool)`` draws from the caller's :class:`~psycopg_pool.ConnectionPool`
+instead (its connections may serve other tenants: each call runs in a transaction that
+binds the tenant first). ``Memory(conn=app_conn)``,
 or ``conn=`` on any call, uses the caller's psycopg connection: inside a transaction the
 caller has open, the call runs in a savepoint of it, so the memory write commits or rolls
 back with the app's own writes.
@@ -196,12 +197,13 @@ class Memory:
             # Autocommit: a call is one statement, its own transaction; a call of
             # several brackets itself in BEGIN/COMMIT (transaction()), and no
             # connection sits idle inside a transaction between calls.
+            conninfo = resolve_dsn(self._dsn)
+            kwargs: dict[str, Any] = {"autocommit": True, "application_name": "pgmem client"}
+            # One direct connection first: a server that cannot be reached fails now
+            # with its own error, not as a pool timeout 30 seconds later.
+            psycopg.connect(conninfo, **kwargs).close()
             self._own_pool = ConnectionPool(
-                resolve_dsn(self._dsn),
-                min_size=1,
-                max_size=self._pool_size,
-                kwargs={"autocommit": True, "application_name": "pgmem client"},
-                open=True,
+                conninfo, min_size=1, max_size=self._pool_size, kwargs=kwargs, open=True
             )
         return self._own_pool
 
