@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict
+from pathlib import Path
 from typing import Annotated
 
 import psycopg
@@ -21,8 +22,9 @@ from pgmem.cli.common import (
     fail,
     steps,
 )
+from pgmem.embed import EmbeddingError, LocalEmbedder
 from pgmem.lab import bench as benchmark
-from pgmem.lab import citus_bench, layers_bench
+from pgmem.lab import bench_real, citus_bench, layers_bench
 
 
 def bench(
@@ -75,6 +77,25 @@ def bench(
     ] = False,
     citus_tenants: Annotated[int, typer.Option(help="Tenants for --citus.")] = 1_000,
     citus_per_tenant: Annotated[int, typer.Option(help="Memories per tenant for --citus.")] = 100,
+    data: Annotated[
+        str,
+        typer.Option(
+            help="Data source: synthetic (generated in SQL) or locomo (LoCoMo turns and "
+            "questions, embedded once with the local MiniLM, beside a plain pgvector baseline).",
+        ),
+    ] = "synthetic",
+    data_path: Annotated[
+        Path, typer.Option(help="--data locomo: the LoCoMo JSON file.")
+    ] = bench_real.DEFAULT_DATA,
+    singles: Annotated[
+        int, typer.Option(help="--data locomo: single writes timed, one per transaction.")
+    ] = 200,
+    clients: Annotated[
+        int, typer.Option(help="--data locomo: concurrent clients of the 70/30 search/write mix.")
+    ] = 16,
+    mix_ops: Annotated[
+        int, typer.Option(help="--data locomo: operations per client in the mix.")
+    ] = 50,
     as_json: JsonOption = False,
     markdown: Annotated[
         bool, typer.Option("--markdown", help="Print the table as Markdown (docs/benchmarks.md).")
@@ -99,7 +120,11 @@ def bench(
     Generates synthetic memories (clustered 384-d vectors and text) at each scale
     point, measures recall latency (server-side), recall@10 against an exact scan,
     remember throughput, one decay + archive pass and size per memory, and prints a
-    table. Needs a superuser DSN: it creates its own database."""
+    table. ``--data locomo`` measures real conversation text instead, with a plain
+    pgvector table as the baseline in the same run, every figure beside its ratio.
+    Needs a superuser DSN: it creates its own database."""
+    if data not in ("synthetic", "locomo"):
+        raise fail(f"--data {data}: use synthetic or locomo")
     if on_citus:
         _bench_citus(dsn, citus_tenants, citus_per_tenant, queries, as_json)
         return
@@ -114,6 +139,25 @@ def bench(
         with steps(quiet=as_json) as progress:
             _bench_layers(
                 server_dsn, messages, sessions, queries, database, keep, as_json, markdown, progress
+            )
+        return
+
+    if data == "locomo":
+        options = {"singles": singles, "clients": clients, "mix_ops": mix_ops, "batch": batch}
+        with steps(quiet=as_json) as progress:
+            _bench_real(
+                server_dsn,
+                scales,
+                data_path,
+                queries,
+                remember,
+                database,
+                keep,
+                maintenance,
+                options,
+                as_json,
+                markdown,
+                progress,
             )
         return
 
@@ -279,6 +323,179 @@ def render_markdown(info: dict[str, object], results: list[benchmark.PointResult
         marks = " | ".join(_verdict(r.targets()[target], emphasis="**") for r in results)
         lines.append(f"| target: {target} | {marks} |")
     return "\n".join(lines) + "\n"
+
+
+def _bench_real(
+    server_dsn: str,
+    scales: tuple[int, ...],
+    data_path: Path,
+    queries: int,
+    remember: int,
+    database: str,
+    keep: bool,
+    maintenance: bool,
+    options: dict[str, int],
+    as_json: bool,
+    markdown: bool,
+    progress: benchmark.Progress,
+) -> None:
+    with database_errors(server_dsn):
+        try:
+            info = benchmark.machine(server_dsn)
+            progress(f"embedding the turns and questions of {data_path} (once for the run)")
+            text = bench_real.RealText.load(data_path, LocalEmbedder())
+            progress(
+                f"{len(text.turns):,} unique turns, {len(text.probes):,} questions "
+                f"embedded in {text.embed_s:.0f} s"
+            )
+            results = bench_real.run(
+                server_dsn,
+                scales,
+                text,
+                queries=queries,
+                remember=remember,
+                database=database,
+                keep=keep,
+                maintenance=maintenance,
+                progress=progress,
+                **options,
+            )
+        except (benchmark.BenchError, EmbeddingError) as exc:
+            raise fail(str(exc)) from None
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise fail(f"the benchmark needs a superuser DSN: {exc}") from None
+    if as_json:
+        report = {
+            "machine": info,
+            "data": {
+                "path": str(data_path),
+                "turns": len(text.turns),
+                "questions": len(text.probes),
+                "embed_s": text.embed_s,
+            },
+            "points": [r.as_dict() for r in results],
+        }
+        json.dump(report, sys.stdout, default=str, indent=2)
+        sys.stdout.write("\n")
+        return
+    if markdown:
+        sys.stdout.write(render_real_markdown(info, results))
+        return
+    console.print(_machine_line(info), highlight=False)
+    for r in results:
+        table = Table(title=f"pgmem bench --data locomo: {r.scale:,} memories")
+        for column in ("", "pgmem", "baseline (pgvector)", "pgmem / baseline"):
+            table.add_column(column, justify="right" if column else "left")
+        for row in real_rows(r):
+            table.add_row(*row)
+        for target, met in r.targets().items():
+            table.add_row(f"target: {target}", _verdict(met), "", "")
+        console.print(table)
+        console.print(_real_notes(r), highlight=False)
+
+
+def _latency(value: benchmark.Latency) -> str:
+    return f"{value.p50:.2f} / {value.p95:.2f} / {value.p99:.2f}"
+
+
+def real_rows(r: bench_real.RealPointResult) -> list[tuple[str, str, str, str]]:
+    """Figure, pgmem, baseline, ratio: one row per paired measurement of a point."""
+    p, b, ratio = r.pgmem, r.baseline, r.ratios()
+
+    def x(key: str) -> str:
+        value = ratio[key]
+        return "-" if value is None else f"{value:.2f}"
+
+    overhead = r.client_overhead_ms()
+    return [
+        (
+            "recall p50 / p95 / p99, server-side (ms)",
+            _latency(p.search_server_ms),
+            _latency(b.search_server_ms),
+            f"{x('search_server_p50')} / {x('search_server_p95')} / {x('search_server_p99')}",
+        ),
+        (
+            "recall p50 / p95 / p99, client-side statement (ms)",
+            _latency(p.search_client_ms),
+            _latency(b.search_client_ms),
+            f"{x('search_client_p50')} / {x('search_client_p95')} / {x('search_client_p99')}",
+        ),
+        ("Memory.search p50 / p95 / p99, pooled (ms)", _latency(r.memory_search_ms), "", ""),
+        (
+            "Memory.search p50 / p95 / p99, conn= per call (ms)",
+            _latency(r.memory_search_conn_ms),
+            "",
+            "",
+        ),
+        (
+            "client overhead p50: statement / pooled Memory / conn= (ms)",
+            f"{overhead['statement']:.2f} / {overhead['memory_pooled']:.2f} / "
+            f"{overhead['memory_conn_per_call_transaction']:.2f}",
+            f"{overhead['baseline_statement']:.2f}",
+            "",
+        ),
+        (
+            f"mix {r.clients} clients 70/30 (ops/s)",
+            f"{p.mix_per_s:,.0f}",
+            f"{b.mix_per_s:,.0f}",
+            x("mix_per_s"),
+        ),
+        (
+            "batched writes (memories/s)",
+            f"{p.insert_many_per_s:,.0f}",
+            f"{b.insert_many_per_s:,.0f}",
+            x("insert_many_per_s"),
+        ),
+        (
+            "single write p50 / p95 (ms)",
+            f"{p.insert_single_ms.p50:.2f} / {p.insert_single_ms.p95:.2f}",
+            f"{b.insert_single_ms.p50:.2f} / {b.insert_single_ms.p95:.2f}",
+            f"{x('insert_single_p50')} / {x('insert_single_p95')}",
+        ),
+        (
+            "bytes / memory (table + indexes)",
+            f"{p.bytes_per_memory:,.0f}",
+            f"{b.bytes_per_memory:,.0f}",
+            x("bytes_per_memory"),
+        ),
+    ]
+
+
+def _real_notes(r: bench_real.RealPointResult) -> str:
+    actions = ", ".join(f"{n:,} {a}" for a, n in sorted(r.remember_actions.items()))
+    decay = (
+        f"decay first pass {r.decay_first_s:.1f} s ({r.decayed_first:,} rows) + archive "
+        f"{r.archive_first_s:.1f} s; hourly {r.decay_hourly_s:.2f} s ({r.decayed_hourly:,}) + "
+        f"archive {r.archive_hourly_s:.2f} s"
+        if r.maintenance_measured
+        else "decay not run"
+    )
+    before = " ".join(f"{v:.1f}" for v in r.load_before)
+    after = " ".join(f"{v:.1f}" for v in r.load_after)
+    return (
+        f"{r.memories:,} memories in {r.subjects:,} subjects of {r.per_subject:,}; "
+        f"table {r.table_bytes_per_memory:,.0f} + indexes "
+        f"{r.index_bytes_per_memory:,.0f} B/memory; "
+        f"events {r.event_bytes_per_event:,.0f} B/event ({r.event_bytes_per_memory:,.0f} "
+        f"B/memory), inbox {r.inbox_bytes:,} B; remember_many: {actions}; {decay}; "
+        f"load {r.load_s:.0f} s + indexes {r.index_s:.0f} s; load average {before} -> {after}"
+    )
+
+
+def render_real_markdown(info: dict[str, object], results: list[bench_real.RealPointResult]) -> str:
+    lines = [f"Machine: {_machine_line(info)}", ""]
+    for r in results:
+        lines += [
+            f"**{r.scale:,} memories** (LoCoMo turns, subjects of {r.per_subject:,})",
+            "",
+            "| | pgmem | baseline (pgvector) | pgmem / baseline |",
+            "|---|---:|---:|---:|",
+        ]
+        lines += [f"| {' | '.join(row)} |" for row in real_rows(r)]
+        for target, met in r.targets().items():
+            lines.append(f"| target: {target} | {_verdict(met, emphasis='**')} | | |")
+        lines += ["", _real_notes(r), ""]
+    return "\n".join(lines)
 
 
 def _bench_citus(

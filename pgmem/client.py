@@ -13,16 +13,23 @@ tenant isolation, history — happens in SQL, called through the named statement
         for hit in memory.search("where does she live?", user_id="alice"):
             print(hit["content"], hit["score"], hit["relevance"], hit["recency"])
 
-Connections. ``Memory(dsn)`` opens one connection of its own (``dsn`` or
-``PGMEM_DSN``, else the embedded server) and runs each call in its own transaction.
-``Memory(conn=app_conn)``, or ``conn=`` on any call, uses the caller's psycopg
-connection instead: inside a transaction the caller has open, the call runs in a
-savepoint of it, so the memory write commits or rolls back with the app's own writes.
-A client is not meant to be shared between threads without ``conn=`` per call.
+Connections. ``Memory(dsn)`` keeps a pool of its own connections (``dsn`` or
+``PGMEM_DSN``, else the embedded server; :mod:`psycopg_pool`, at most ``pool_size``,
+opened on first use), so threads may share one client. Each pooled connection has the
+client's tenant bound once, for its session; a call is then one statement in its own
+transaction: one round trip. (On a Citus coordinator the session's binding does not
+reach the shards: there every call binds in its own transaction, as below.)
+``Memory(pool=app_pool)`` draws from the caller's :class:`~psycopg_pool.ConnectionPool`
+instead (its connections may serve other tenants: each call runs in a transaction that
+binds the tenant first). ``Memory(conn=app_conn)``,
+or ``conn=`` on any call, uses the caller's psycopg connection: inside a transaction the
+caller has open, the call runs in a savepoint of it, so the memory write commits or rolls
+back with the app's own writes.
 
 Tenants. A per-tenant login role is bound to its tenant already: ``tenant`` may be
 omitted (if given, it must be that tenant). A ``pgmem_service`` member (or a superuser)
-has ``pgmem.set_tenant(tenant)`` called at the start of every transaction.
+has ``pgmem.bind_tenant(tenant)`` called once per pooled connection of its own, and at
+the start of every transaction on a caller's connection or pool.
 
 Errors from the database come through as :mod:`psycopg` errors whose message and hint
 say what to fix; an unknown memory id raises :class:`MemoryNotFound`, and a role that
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -40,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import psycopg
 from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
 
 from pgmem import ingest, queries
 from pgmem.db import resolve_dsn
@@ -69,6 +78,9 @@ Messages: TypeAlias = str | Sequence[Mapping[str, Any] | str]
 Connection: TypeAlias = psycopg.Connection[Any]
 # Records of an import on their way to one remember_many call: (position, item, pinned).
 _Batch: TypeAlias = list[tuple[int, Row, bool]]
+
+# Connections a client keeps open by default: enough for a few threads sharing it.
+POOL_SIZE = 4
 
 # SQLSTATEs meaning "this tenant has no memory with that id": the write path's
 # (10_input.sql, 16_edits.sql), lifecycle's restore (30_lifecycle.sql) and the
@@ -113,7 +125,10 @@ class Memory:
 
     :param dsn: where the database is; default ``PGMEM_DSN``, else the embedded server.
     :param tenant: tenant to act for; optional for a per-tenant login role.
-    :param conn: a psycopg connection of the caller's to use instead of opening one.
+    :param conn: a psycopg connection of the caller's to use instead of opening any.
+    :param pool: a :class:`~psycopg_pool.ConnectionPool` of the caller's to draw from
+        (autocommit connections) instead of opening one.
+    :param pool_size: the most connections the client's own pool opens.
     :param embedder: an :class:`~pgmem.embed.Embedder`; default from the environment
         (:func:`~pgmem.embed.embedder_from_env`), loaded on first use. ``False``
         stores and searches text only (the worker embeds stored memories later).
@@ -129,16 +144,26 @@ class Memory:
         *,
         tenant: str | None = None,
         conn: Connection | None = None,
+        pool: ConnectionPool[Any] | None = None,
+        pool_size: int = POOL_SIZE,
         embedder: Embedder | Literal[False] | None = None,
         llm: LLMExtractor | Literal[False] | None = None,
         extract_mode: Mode | None = None,
     ) -> None:
-        if conn is not None and dsn is not None:
-            raise ValueError("pass either dsn or conn, not both")
+        if sum(x is not None for x in (dsn, conn, pool)) > 1:
+            raise ValueError("pass one of dsn, conn and pool")
+        if pool_size < 1:
+            raise ValueError("pool_size must be at least 1")
         self.tenant = tenant
         self._dsn = dsn
         self._conn = conn
-        self._own_conn: Connection | None = None
+        self._pool = pool
+        self._pool_size = pool_size
+        self._own_pool: ConnectionPool[Any] | None = None
+        # Connections of the own pool whose session has the tenant bound already, and
+        # whether that binding reaches every statement (not on Citus: BIND_TENANT_SESSION).
+        self._bound: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._session_wide = True
         self._embedder_arg = embedder
         self._embedder: Embedder | None = None
         self._llm_arg = llm
@@ -147,7 +172,10 @@ class Memory:
         self.extract_mode = extract_mode
 
     def __repr__(self) -> str:
-        where = "caller's connection" if self._conn is not None else "own connection"
+        if self._conn is not None:
+            where = "caller's connection"
+        else:
+            where = "caller's pool" if self._pool is not None else "own pool"
         return f"Memory(tenant={self.tenant!r}, {where})"
 
     # ------------------------------------------------------------ connections
@@ -159,21 +187,50 @@ class Memory:
         self.close()
 
     def close(self) -> None:
-        """Close the connection this client opened (never the caller's)."""
-        if self._own_conn is not None:
-            self._own_conn.close()
-            self._own_conn = None
+        """Close the pool this client opened (never the caller's connection or pool)."""
+        if self._own_pool is not None:
+            self._own_pool.close()
+            self._own_pool = None
 
-    def _connection(self) -> Connection:
-        if self._conn is not None:
-            return self._conn
-        if self._own_conn is None or self._own_conn.closed:
-            # Autocommit: every call brackets itself in BEGIN/COMMIT (transaction()),
-            # and the connection never sits idle inside a transaction between calls.
-            self._own_conn = psycopg.connect(
-                resolve_dsn(self._dsn), autocommit=True, application_name="pgmem client"
+    def _pool_of_own(self) -> ConnectionPool[Any]:
+        if self._own_pool is None:
+            # Autocommit: a call is one statement, its own transaction; a call of
+            # several brackets itself in BEGIN/COMMIT (transaction()), and no
+            # connection sits idle inside a transaction between calls.
+            conninfo = resolve_dsn(self._dsn)
+            kwargs: dict[str, Any] = {"autocommit": True, "application_name": "pgmem client"}
+            # One direct connection first: a server that cannot be reached fails now
+            # with its own error, not as a pool timeout 30 seconds later.
+            psycopg.connect(conninfo, **kwargs).close()
+            self._own_pool = ConnectionPool(
+                conninfo, min_size=1, max_size=self._pool_size, kwargs=kwargs, open=True
             )
-        return self._own_conn
+        return self._own_pool
+
+    @contextmanager
+    def _pooled(self) -> Iterator[Connection]:
+        """A connection of the client's own pool, its session bound to the tenant."""
+        with self._pool_of_own().connection() as conn:
+            if conn not in self._bound:
+                row = self._bind_tenant(conn, session=True)
+                if row is not None:
+                    self._session_wide = bool(row["session_wide"])
+                self._bound.add(conn)
+            yield conn
+
+    @contextmanager
+    def _call(self, conn: Connection | None = None) -> Iterator[Connection]:
+        """Where a call of one statement runs: on the own pool, the pooled connection as
+        it is (autocommit, the tenant bound on the session: one round trip); otherwise
+        in a transaction that binds the tenant first (:meth:`transaction`)."""
+        if conn is None and self._conn is None and self._pool is None:
+            with self._pooled() as pooled:
+                if self._session_wide:
+                    yield pooled
+                    return
+            # On Citus the session's binding does not reach the shards: bind per call.
+        with self.transaction(conn) as target:
+            yield target
 
     @contextmanager
     def transaction(self, conn: Connection | None = None) -> Iterator[Connection]:
@@ -184,20 +241,33 @@ class Memory:
             with memory.transaction() as conn:
                 conn.execute("select count(*) from pgmem.memories")
         """
-        target = conn if conn is not None else self._connection()
-        with target.transaction():
-            self._bind_tenant(target)
-            yield target
+        if conn is not None or self._conn is not None:
+            target = conn if conn is not None else self._conn
+            assert target is not None
+            with target.transaction():
+                self._bind_tenant(target)
+                yield target
+        elif self._pool is not None:
+            with self._pool.connection() as pooled, pooled.transaction():
+                self._bind_tenant(pooled)
+                yield pooled
+        else:
+            with self._pooled() as pooled, pooled.transaction():
+                if not self._session_wide:
+                    self._bind_tenant(pooled)
+                yield pooled
 
-    def _bind_tenant(self, conn: Connection) -> None:
+    def _bind_tenant(self, conn: Connection, *, session: bool = False) -> Row | None:
         if self.tenant is None:
-            return  # a login role's binding, or PM001 from the first function that needs one
-        row = _one(conn, queries.BIND_TENANT, {"tenant": self.tenant})
+            return None  # a login role's binding, or PM001 from the first function that needs one
+        statement = queries.BIND_TENANT_SESSION if session else queries.BIND_TENANT
+        row = _one(conn, statement, {"tenant": self.tenant})
         if row["tenant"] != self.tenant:
             raise TenantError(
                 f"this connection's role acts for tenant {row['tenant']!r}, not {self.tenant!r}; "
                 "connect as that tenant's login role, or as a pgmem_service member"
             )
+        return row
 
     # -------------------------------------------------------- models (lazy)
 
@@ -263,7 +333,7 @@ class Memory:
                     "enqueue=True hands the turn to the worker, which always extracts facts; "
                     "store text as it is with infer=False and enqueue=False"
                 )
-            with self.transaction(conn) as c:
+            with self._call(conn) as c:
                 row = _one(
                     c,
                     queries.ENQUEUE,
@@ -297,7 +367,7 @@ class Memory:
             metadata=meta,
             valid_from=occurred_at,
         )
-        with self.transaction(conn) as c:
+        with self._call(conn) as c:
             rows = ingest.remember(c, user_id, batch)
         results: AddResult = []
         for row in rows:
@@ -338,7 +408,7 @@ class Memory:
             "triple_predicate": predicate,
             "triple_object": obj,
         }
-        with _not_found(memory_id), self.transaction(conn) as c:
+        with _not_found(memory_id), self._call(conn) as c:
             return _one(c, queries.UPDATE_MEMORY, params)
 
     def delete(self, memory_id: int, *, conn: Connection | None = None) -> bool:
@@ -346,19 +416,19 @@ class Memory:
 
         False when it was deleted already; :class:`MemoryNotFound` for an unknown id.
         """
-        with _not_found(memory_id), self.transaction(conn) as c:
+        with _not_found(memory_id), self._call(conn) as c:
             return bool(_one(c, queries.FORGET, {"memory_id": memory_id})["changed"])
 
     forget = delete
 
     def pin(self, memory_id: int, *, conn: Connection | None = None) -> bool:
         """Pin a memory: it never decays, is never archived or evicted. False if it was."""
-        with _not_found(memory_id), self.transaction(conn) as c:
+        with _not_found(memory_id), self._call(conn) as c:
             return bool(_one(c, queries.PIN, {"memory_id": memory_id, "pinned": True})["changed"])
 
     def unpin(self, memory_id: int, *, conn: Connection | None = None) -> bool:
         """Unpin a memory. False if it was not pinned."""
-        with _not_found(memory_id), self.transaction(conn) as c:
+        with _not_found(memory_id), self._call(conn) as c:
             return bool(_one(c, queries.PIN, {"memory_id": memory_id, "pinned": False})["changed"])
 
     def erase_user(self, user_id: str, *, conn: Connection | None = None) -> int:
@@ -367,7 +437,7 @@ class Memory:
         Memories, links, history and queued jobs go; one tombstone event without
         subject or content stays. Returns how many memories were removed.
         """
-        with self.transaction(conn) as c:
+        with self._call(conn) as c:
             return int(_one(c, queries.ERASE_SUBJECT, {"subject": user_id})["memories"])
 
     # ------------------------------------------------------------------ read
@@ -417,7 +487,7 @@ class Memory:
             "hops": hops,
             "reinforce": reinforce,
         }
-        with self.transaction(conn) as c:
+        with self._call(conn) as c:
             return _rows(c, queries.RECALL, params)
 
     def context(
@@ -452,12 +522,12 @@ class Memory:
             "hops": hops,
             "reinforce": reinforce,
         }
-        with self.transaction(conn) as c:
+        with self._call(conn) as c:
             return str(_one(c, queries.CONTEXT, params)["context"] or "")
 
     def get(self, memory_id: int, *, conn: Connection | None = None) -> Row | None:
         """One memory of the bound tenant, whatever its status; None if there is none."""
-        with self.transaction(conn) as c:
+        with self._call(conn) as c:
             rows = _rows(c, queries.GET_MEMORY, {"memory_id": memory_id})
         return rows[0] if rows else None
 
@@ -486,7 +556,7 @@ class Memory:
             "limit": limit,
             "offset": offset,
         }
-        with self.transaction(conn) as c:
+        with self._call(conn) as c:
             return _rows(c, queries.LIST_MEMORIES, params)
 
     list = get_all
@@ -495,7 +565,7 @@ class Memory:
         """Every recorded change of a memory, oldest first: insert, reinforce, supersede,
         update, pin, delete… with actor, time, old and new content. Empty when the id
         has no history (history outlives a purged memory, not an erased subject)."""
-        with self.transaction(conn) as c:
+        with self._call(conn) as c:
             return _rows(c, queries.HISTORY, {"memory_id": memory_id})
 
     def events(
@@ -503,7 +573,7 @@ class Memory:
     ) -> Rows:
         """Every recorded event about a user (one kind with ``event``), oldest first,
         including those tied to no memory, such as rejected prompt injections."""
-        with self.transaction(conn) as c:
+        with self._call(conn) as c:
             return _rows(c, queries.SUBJECT_EVENTS, {"subject": user_id, "event": event})
 
     def stats(
@@ -557,7 +627,7 @@ class Memory:
             "max_retries": max_retries,
             "ttl": ttl,
         }
-        with self.transaction(conn) as c:
+        with self._call(conn) as c:
             return self.task(int(_one(c, layer_queries.START_TASK, params)["task_id"]))
 
     def task(self, task_id: int) -> Task:
@@ -572,7 +642,7 @@ class Memory:
         """The latest unfinished task of ``user_id``'s session (``pgmem.resume_task``),
         or None: what an agent that crashed continues."""
         params = {"subject": user_id, "session_id": session_id}
-        with self.transaction(conn) as c:
+        with self._call(conn) as c:
             rows = _rows(c, layer_queries.RESUME_TASK, params)
         return self.task(int(rows[0]["task_id"])) if rows else None
 
@@ -580,7 +650,7 @@ class Memory:
         self, user_id: str | None = None, *, limit: int = 50, conn: Connection | None = None
     ) -> Rows:
         """Sessions of ``user_id`` (default every subject), most recently active first."""
-        with self.transaction(conn) as c:
+        with self._call(conn) as c:
             return _rows(c, layer_queries.LIST_SESSIONS, {"subject": user_id, "limit": limit})
 
     def tasks(
@@ -593,7 +663,7 @@ class Memory:
     ) -> Rows:
         """Tasks of ``user_id`` (default every subject), newest first, of ``status``."""
         params = {"subject": user_id, "statuses": _kinds(status), "limit": limit}
-        with self.transaction(conn) as c:
+        with self._call(conn) as c:
             return _rows(c, layer_queries.LIST_TASKS, params)
 
     # -------------------------------------------------------- export / import
@@ -606,7 +676,7 @@ class Memory:
         conn: Connection | None = None,
     ) -> int:
         """How many memories :meth:`export` would yield with the same arguments."""
-        with self.transaction(conn) as c:
+        with self._call(conn) as c:
             params = {"subject": user_id, "statuses": _kinds(status)}
             return int(_one(c, queries.COUNT_EXPORT, params)["memories"])
 

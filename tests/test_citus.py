@@ -579,3 +579,15 @@ def test_cli_db_status_lists_every_node(cluster: Config) -> None:
     assert result.exit_code == 0, result.output
     for index in range(1, WORKERS + 1):
         assert f"citus worker-{index}: running" in result.output
+
+
+def test_memory_pool_binds_per_call_on_the_coordinator(service: str, tenant: str) -> None:
+    """A session-level binding does not reach the shards: Memory's own pool binds the
+    tenant in every call's transaction on Citus, and writes and reads still work."""
+    from pgmem import Memory
+
+    with Memory(service, tenant=tenant, embedder=False, llm=False) as memory:
+        memory.add("I live in Porto", user_id="gina", infer=False)
+        assert [r["content"] for r in memory.get_all("gina")] == ["I live in Porto"]
+        assert [r["content"] for r in memory.search("Porto", "gina")] == ["I live in Porto"]
+        assert memory._session_wide is False

@@ -16,6 +16,8 @@ text anywhere else in ``pgmem/`` or ``cli/``), one module per consumer:
 - :mod:`pgmem.queries.safety`: the safety measurement (`pgmem eval safety`);
 - :mod:`pgmem.queries.citus`: the Citus cluster, its CLI verbs and ``pgmem bench --citus``;
 - :mod:`pgmem.queries.bench`: ``pgmem bench`` (the scale benchmark);
+- :mod:`pgmem.queries.bench_real`: ``pgmem bench --data locomo`` (real text, the pgvector
+  baseline);
 - :mod:`pgmem.queries.eval`: ``pgmem eval`` (LoCoMo retrieval);
 - :mod:`pgmem.queries.lab`: the lab's scratch databases and application-like sessions;
 - :mod:`pgmem.queries.bench_guards`: the guard triggers' write cost (``pgmem.lab.guard_bench``);

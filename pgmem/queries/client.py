@@ -21,6 +21,7 @@ from typing import Final
 __all__ = [
     "ARCHIVE_BACKLOG",
     "BIND_TENANT",
+    "BIND_TENANT_SESSION",
     "CAPACITY_USAGE",
     "CONTEXT",
     "COUNT_EXPORT",
@@ -43,6 +44,15 @@ __all__ = [
 # The one tenant binding (client, worker, CLI): pgmem.bind_tenant binds it for a
 # pgmem_service member and otherwise returns the login's own tenant to compare.
 BIND_TENANT: Final = "select pgmem.bind_tenant(%(tenant)s) as tenant"
+# The same for the whole session: once per pooled connection of a client that
+# always acts for one tenant. On a Citus coordinator a session-level setting does
+# not reach the shards' sessions (only SET LOCAL does: citus.propagate_set_commands
+# = local), so there the client binds in every transaction as well (session_wide).
+BIND_TENANT_SESSION: Final = """
+select pgmem.bind_tenant(%(tenant)s, false) as tenant,
+       not exists (select from pg_catalog.pg_extension as e where e.extname = 'citus')
+           as session_wide
+"""
 
 TENANT_DIMS: Final = """
 select s.embedding_dims, s.embedding_model
