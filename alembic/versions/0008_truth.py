@@ -14,6 +14,9 @@
 - settings.supersede_confidence 0.7: a newer contradicting fact replaces an
   older one when it is at least as confident, or at least this confident
   (pgmem._may_supersede): a hesitant fact does not overturn a certain one.
+- settings.judge_conflicts (false): queue the neighbours within
+  conflict_threshold that no rule decides for the worker's LLM judge; turn it
+  on where the worker has an LLM (without one the job would only be skipped).
 - settings.ttl_episodic, ttl_semantic, ttl_procedural: per-kind default
   lifetime from valid_from, NULL (the default) for none; preferences have no
   TTL column: a preference never expires by default.
@@ -50,6 +53,7 @@ alter table pgmem.settings
     add column confidence_rule real not null default 0.85 check (confidence_rule between 0 and 1),
     add column confidence_llm real not null default 0.7 check (confidence_llm between 0 and 1),
     add column supersede_confidence real not null default 0.7 check (supersede_confidence between 0 and 1),
+    add column judge_conflicts boolean not null default false,
     add column ttl_episodic interval check (ttl_episodic > interval '0'),
     add column ttl_semantic interval check (ttl_semantic > interval '0'),
     add column ttl_procedural interval check (ttl_procedural > interval '0');
@@ -74,8 +78,8 @@ alter table pgmem.memory_events drop constraint memory_events_event_check,
     add constraint memory_events_event_check check (event in ({EVENTS}));
 alter table pgmem.settings
     drop column conflict_threshold, drop column confidence_rule, drop column confidence_llm,
-    drop column supersede_confidence, drop column ttl_episodic, drop column ttl_semantic,
-    drop column ttl_procedural;
+    drop column supersede_confidence, drop column judge_conflicts, drop column ttl_episodic,
+    drop column ttl_semantic, drop column ttl_procedural;
 """
     )
     op.execute("reset role")

@@ -12,10 +12,19 @@
 --        other object, but older (valid_from) than
 --        the active fact: a late arrival           → 'outdated' (stored already
 --                                                    superseded by the newer one)
+--   3b. an active fact it contradicts (13_conflict.sql: pgmem.contradiction
+--       on its close neighbours), checked before duplicates:
+--        older and no more sure than the new one   → 'superseded' (as in 3)
+--        newer than the new fact                    → 'outdated' (as in 3)
+--        surer, and the new fact not sure enough
+--        (pgmem._may_supersede)                     → 'disputed' (stored as
+--                                                    history, superseded by it)
 --   4. cosine similarity ≥ settings.duplicate_threshold → 'deduplicated'
 --   5. cosine similarity ≥ settings.merge_threshold     → 'merge_pending'
 --      (inserted, and a 'merge' job for the worker in pgmem.inbox)
 --   6. otherwise                                    → 'inserted'
+--      (and with settings.judge_conflicts, a 'judge' job for the worker's
+--      LLM when neighbours within conflict_threshold are left undecided)
 -- Secrets and personal data are redacted (pgmem.redact) before any of this,
 -- so two facts that differ only in a phone number are the same fact.
 -- Every change writes a pgmem.memory_events row. Similarity is checked by
@@ -161,6 +170,10 @@ declare
     -- Triple keys compare case-insensitively, without surrounding space.
     v_subject_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_subject));
     v_predicate_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_predicate));
+    v_conflict record;
+    v_replace bigint[] := '{}';
+    v_rules jsonb := '{}';
+    v_judge bigint[] := '{}';
 begin
     -- 2. The same fact in other words is the same fact: reinforce it.
     select m.memory_id into v_id
@@ -226,6 +239,72 @@ begin
                 related_id := v_superseded[1];
                 similarity := (1 - (v_old_embedding OPERATOR(public.<=>) p_embedding))::real;
             end if;
+        end if;
+    end if;
+
+    -- 3b. Contradictions (13_conflict.sql), before duplicates: a near-duplicate
+    -- that contradicts an active fact is never absorbed by it.
+    if v_id is null and (action is null or action = 'superseded') then
+        for v_conflict in
+            select c.* from pgmem._conflicts(p_tenant, p_settings, p_subject, p_content, p_embedding) as c
+        loop
+            if v_conflict.rule is null then
+                -- Undecided by the rules; above merge_threshold the merge job reads both.
+                if v_conflict.similarity < p_settings.merge_threshold then
+                    v_judge := v_judge || v_conflict.memory_id;
+                end if;
+            elsif action is not null then
+                -- Its triple superseded already: the other facts it contradicts go too.
+                if v_conflict.valid_from <= p_valid_from
+                   and pgmem._may_supersede(p_settings, v_conflict.confidence, p_confidence) then
+                    v_replace := v_replace || v_conflict.memory_id;
+                end if;
+            elsif v_conflict.valid_from > p_valid_from then
+                if v_newer_id is null or v_conflict.valid_from < v_newer_from then
+                    v_newer_id := v_conflict.memory_id;
+                    v_newer_from := v_conflict.valid_from;
+                    related_id := v_conflict.memory_id;
+                    similarity := v_conflict.similarity;
+                end if;
+            elsif not pgmem._may_supersede(p_settings, v_conflict.confidence, p_confidence) then
+                if v_newer_id is null then
+                    v_newer_id := v_conflict.memory_id;
+                    v_newer_from := p_valid_from;  -- history from the start: never believed
+                    related_id := v_conflict.memory_id;
+                    similarity := v_conflict.similarity;
+                end if;
+            else
+                v_replace := v_replace || v_conflict.memory_id;
+            end if;
+            if v_conflict.rule is not null then
+                v_rules := v_rules || pg_catalog.jsonb_build_object(v_conflict.memory_id::text, v_conflict.rule);
+            end if;
+            if action is null and v_conflict.rule is not null and v_newer_id is null and related_id is null then
+                related_id := v_conflict.memory_id;
+                similarity := v_conflict.similarity;
+            end if;
+        end loop;
+        if action is null and v_newer_id is not null then
+            -- A newer contradicting fact makes the new one history; a surer
+            -- one makes it disputed history. Either way nothing is replaced.
+            action := case when v_newer_from > p_valid_from then 'outdated' else 'disputed' end;
+        elsif pg_catalog.cardinality(v_replace) > 0 then
+            with closed as (
+                update pgmem.memories as m
+                set status = 'superseded',
+                    valid_to = greatest(m.valid_from, p_valid_from),
+                    status_changed_at = p_now,
+                    updated_at = p_now
+                where m.tenant_id = p_tenant and m.memory_id = any (v_replace) and m.status = 'active'
+                returning m.memory_id
+            )
+            select coalesce(v_superseded, '{}') || pg_catalog.array_agg(c.memory_id order by c.memory_id desc)
+            into v_superseded
+            from closed as c;
+            action := pgmem._write_action(p_settings, false, 'other', null);
+        elsif action is null then
+            related_id := null;
+            similarity := null;
         end if;
     end if;
 
@@ -302,23 +381,30 @@ begin
     values (p_tenant, v_new_id, p_subject, 'insert', p_content,
             v_details || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
                 'action', action, 'related_id', related_id, 'similarity', similarity,
-                'supersedes', pg_catalog.to_jsonb(v_superseded))),
+                'supersedes', pg_catalog.to_jsonb(v_superseded), 'conflicts', nullif(v_rules, '{}'))),
             p_now);
 
-    if action = 'outdated' then
+    if action in ('outdated', 'disputed') then
         insert into pgmem.memory_links (tenant_id, from_id, to_id, link_type, created_at)
         values (p_tenant, v_newer_id, v_new_id, 'supersedes', p_now);
         insert into pgmem.memory_events (tenant_id, memory_id, subject, event, old_content, new_content, details,
                                          created_at)
-        values (p_tenant, v_new_id, p_subject, 'supersede', p_content, null,
-                v_details || pg_catalog.jsonb_build_object('superseded_by', v_newer_id, 'late', true), p_now);
+        values (p_tenant, v_new_id, p_subject, case when action = 'outdated' then 'supersede' else 'conflict' end,
+                p_content, null,
+                v_details || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                    'superseded_by', v_newer_id, 'late', case when action = 'outdated' then true end,
+                    'reason', case when action = 'disputed' then 'low_confidence' end,
+                    'rule', v_rules ->> v_newer_id::text)),
+                p_now);
     elsif action = 'superseded' then
         insert into pgmem.memory_links (tenant_id, from_id, to_id, link_type, created_at)
         select p_tenant, v_new_id, o.id, 'supersedes', p_now from pg_catalog.unnest(v_superseded) as o(id);
         insert into pgmem.memory_events (tenant_id, memory_id, subject, event, old_content, new_content, details,
                                          created_at)
         select p_tenant, m.memory_id, p_subject, 'supersede', m.content, p_content,
-               v_details || pg_catalog.jsonb_build_object('superseded_by', v_new_id), p_now
+               v_details || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                   'superseded_by', v_new_id, 'rule', v_rules ->> m.memory_id::text)),
+               p_now
         from pgmem.memories as m
         where m.tenant_id = p_tenant and m.memory_id = any (v_superseded);
     elsif action = 'merge_pending' then
@@ -329,6 +415,9 @@ begin
                 p_now, p_now);
         -- Wakes the worker at commit, like pgmem.enqueue.
         perform pg_catalog.pg_notify('pgmem_inbox', '');  -- no tenant: any role may LISTEN
+    end if;
+    if action in ('inserted', 'superseded') and p_settings.judge_conflicts and pg_catalog.cardinality(v_judge) > 0 then
+        perform pgmem._queue_judge(p_tenant, p_subject, p_session_id, p_agent_id, v_new_id, v_judge, p_now);
     end if;
     return next;
 end

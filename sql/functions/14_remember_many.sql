@@ -280,6 +280,12 @@ begin
               order by x.item, m.embedding OPERATOR(public.<=>) x.embedding, m.memory_id) as n
         where n.item = b.item;
 
+        with profiles as materialized (
+            select x.item, x.subject, x.content, p.*
+            from pg_temp._pgmem_batch as x
+            cross join lateral pgmem._conflict_profile(x.content) as p
+            where x.rejected_rule is null
+        )
         update pg_temp._pgmem_batch as b
         set meets_batch = true
         where b.rejected_rule is null
@@ -313,7 +319,22 @@ begin
                                   on m.tenant_id = v_tenant and m.subject = t.subject and m.status = 'active'
                                  and pg_catalog.lower(m.triple_predicate) = pg_catalog.lower(t.triple_predicate)
                                  and pg_catalog.lower(m.triple_subject) = pg_catalog.lower(t.triple_subject)
-                                where t.rejected_rule is null and t.triple_predicate is not null));
+                                where t.rejected_rule is null and t.triple_predicate is not null)
+               -- it contradicts an active fact, or has a neighbour for the judge (13_conflict.sql)
+               or exists (select from pgmem._conflicts(v_tenant, v_settings, b.subject, b.content, b.embedding) as c
+                          where c.rule is not null
+                             or (v_settings.judge_conflicts and c.similarity >= v_settings.conflict_threshold))
+               -- it and another item of the batch contradict each other: only
+               -- pairs that share a term or attribute and carry a marker are asked
+               or b.item in (select y.item
+                             from profiles as y
+                             join profiles as z
+                               on z.subject = y.subject and z.item <> y.item
+                              and (y.terms && z.terms or y.attributes && z.attributes)
+                              and (y.marked or z.marked or y.antonyms && z.antonyms or (y.digits and z.digits))
+                             where pgmem.contradiction(case when y.item < z.item then y.content else z.content end,
+                                                       case when y.item < z.item then z.content else y.content end)
+                                   is not null));
 
         -- The same decision as _remember_decide (pgmem._write_action), for the
         -- independent items: no triple key of theirs is active.
