@@ -13,10 +13,57 @@ import psycopg
 import pytest
 from conftest import Db, Tenant
 from psycopg.types.json import Jsonb
-from test_remember import remember, remember_many
+from test_extract_llm import FakeLLM, facts_json, fake_llm, llm  # noqa: F401 (fixtures)
+from test_remember import remember, remember_many, vec
+
+from pgmem import Memory
+from pgmem.embed import LocalEmbedder
+from pgmem.worker import Worker
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
+Login = Callable[[str], psycopg.Connection]
+
+# (old, new, rule): each contradiction pattern in English and Chinese.
+CONTRADICTIONS = [
+    ("User likes dark mode", "User now prefers light mode", "antonym"),
+    ("我喜欢深色模式", "我现在更喜欢浅色模式", "antonym"),
+    ("User prefers short answers", "User wants detailed answers now", "antonym"),
+    ("我喜欢简短的回答", "我现在喜欢详细的回答", "antonym"),
+    ("User lives in Hangzhou", "User moved to Shanghai", "change"),
+    ("我住在杭州", "我搬到上海了", "change"),
+    ("User works at Google", "User now works at Microsoft", "change"),
+    ("我在阿里巴巴工作", "我跳槽到腾讯了", "change"),
+    ("User likes coffee", "User no longer likes coffee", "negation"),
+    ("User drinks coffee every day", "User stopped drinking coffee every day", "negation"),
+    ("User loves cats", "User hates cats", "negation"),
+    ("我喜欢喝咖啡", "我不喜欢喝咖啡了", "negation"),
+    ("我喜欢喝咖啡", "我不再喝咖啡了", "negation"),
+    ("我吃辣", "我不吃辣", "negation"),
+    ("User is 30 years old", "User is 31 years old", "number"),
+    ("我今年30岁", "我今年31岁了", "number"),
+    ("User's monthly budget is 500 dollars", "User's monthly budget is 800 dollars", "number"),
+]
+
+# Pairs no rule may call a contradiction.
+COMPATIBLE = [
+    ("User likes tea", "User likes coffee"),
+    ("User likes dark chocolate", "User likes light meals"),
+    ("User lives in Hangzhou", "User lives in Hangzhou with his wife"),
+    ("User lives in Hangzhou", "User moved to Hangzhou"),
+    ("User likes hiking", "User now prefers light mode"),
+    ("fact number 3", "fact number 6"),
+    ("我喜欢猫", "我也喜欢狗"),
+    ("User has a cat named Tom", "User has a dog"),
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    """The real offline model (all-MiniLM-L6-v2), loaded once."""
+    model = LocalEmbedder()
+    model.load()
+    return model
 
 
 @pytest.fixture
@@ -192,3 +239,199 @@ def test_enqueue_carries_confidence_and_expiry_to_every_fact(acme: Tenant, db: D
     with pytest.raises(psycopg.Error) as info:
         acme.conn.execute("select pgmem.enqueue('alice', %s, p_confidence => 7)", (Jsonb("hi"),))
     assert info.value.sqlstate == "PM026"
+
+
+# ------------------------------------------------------------------ contradictions
+
+
+@pytest.mark.parametrize(("old", "new", "rule"), CONTRADICTIONS)
+def test_contradiction_rules_name_each_pattern(db: Db, old: str, new: str, rule: str) -> None:
+    assert db.admin.execute("select pgmem.contradiction(%s, %s)", (old, new)).fetchone() == (rule,)
+
+
+@pytest.mark.parametrize(("old", "new"), COMPATIBLE)
+def test_compatible_facts_are_no_contradiction(db: Db, old: str, new: str) -> None:
+    assert db.admin.execute("select pgmem.contradiction(%s, %s)", (old, new)).fetchone() == (None,)
+
+
+@pytest.mark.parametrize(("old", "new", "rule"), CONTRADICTIONS)
+def test_remember_keeps_one_truth_with_real_vectors(
+    acme: Tenant, db: Db, embedder: LocalEmbedder, old: str, new: str, rule: str
+) -> None:
+    old_vec, new_vec = embedder.embed([old, new])
+    _, old_id, _, _ = remember(acme.conn, "alice", old, old_vec, valid_from=T0, now=T0)
+    action, new_id, related, _ = remember(
+        acme.conn, "alice", new, new_vec, valid_from=T0 + DAY, now=T0 + DAY
+    )
+    assert (action, related) == ("superseded", old_id)
+    assert active(db.admin, acme.name) == [new]
+    closed = row(db.admin, old_id)
+    assert (closed["status"], closed["valid_to"]) == ("superseded", T0 + DAY)
+    assert db.admin.execute(
+        "select from_id, to_id, link_type from pgmem.memory_links where tenant_id = %s",
+        (acme.name,),
+    ).fetchall() == [(new_id, old_id, "supersedes")]
+    assert db.admin.execute(
+        """select details ->> 'rule', details ->> 'superseded_by' from pgmem.memory_events
+           where tenant_id = %s and memory_id = %s and event = 'supersede'""",
+        (acme.name, old_id),
+    ).fetchall() == [(rule, str(new_id))]
+
+
+def test_contradicting_near_duplicate_is_not_absorbed(acme: Tenant, db: Db) -> None:
+    # Cosine 0.97, above duplicate_threshold (0.95): before issue 10 the new truth
+    # was absorbed as a duplicate of the old one.
+    _, old_id, _, _ = remember(acme.conn, "alice", "User likes dark mode", vec(0), now=T0)
+    action, new_id, related, similarity = remember(
+        acme.conn, "alice", "User likes light mode", vec(0, 0.97), now=T0 + DAY
+    )
+    assert (action, related) == ("superseded", old_id)
+    assert similarity == pytest.approx(0.97, abs=1e-3)
+    assert active(db.admin, acme.name) == ["User likes light mode"]
+    # A near-duplicate that agrees is still absorbed.
+    again = remember(acme.conn, "alice", "User really likes light mode", vec(0, 0.97), now=T0)
+    assert again[:2] == ("deduplicated", new_id)
+
+
+def test_contradicting_near_duplicate_with_real_vectors(
+    acme: Tenant, db: Db, embedder: LocalEmbedder
+) -> None:
+    old, new = "User is vegetarian", "User is not vegetarian"
+    old_vec, new_vec = embedder.embed([old, new])
+    similarity = sum(a * b for a, b in zip(old_vec, new_vec, strict=True))
+    assert similarity >= 0.85  # MiniLM reads them as (near-)duplicates
+    remember(acme.conn, "alice", old, old_vec, now=T0)
+    action, *_ = remember(acme.conn, "alice", new, new_vec, now=T0 + DAY)
+    assert action == "superseded"
+    assert active(db.admin, acme.name) == [new]
+
+
+def test_a_late_contradicting_fact_is_stored_as_history(acme: Tenant, db: Db) -> None:
+    _, new_id, _, _ = remember(acme.conn, "alice", "我搬到上海了", valid_from=T0 + DAY, now=T0)
+    action, old_id, related, _ = remember(
+        acme.conn, "alice", "我住在杭州", valid_from=T0, now=T0 + 2 * DAY
+    )
+    assert (action, related) == ("outdated", new_id)
+    assert active(db.admin, acme.name) == ["我搬到上海了"]
+    assert (row(db.admin, old_id)["status"], row(db.admin, old_id)["valid_to"]) == (
+        "superseded",
+        T0 + DAY,
+    )
+
+
+# ------------------------------------------------------------------ confidence rule
+
+
+def test_low_confidence_does_not_overturn_a_confident_fact(acme: Tenant, db: Db) -> None:
+    _, sure_id, _, _ = remember(acme.conn, "alice", "User is vegetarian", confidence=0.9, now=T0)
+    action, doubt_id, related, _ = remember(
+        acme.conn,
+        "alice",
+        "User is not vegetarian",
+        source="llm",
+        confidence=0.4,
+        valid_from=T0 + DAY,
+        now=T0 + DAY,
+    )
+    assert (action, related) == ("disputed", sure_id)
+    assert active(db.admin, acme.name) == ["User is vegetarian"]
+    doubted = row(db.admin, doubt_id)
+    assert (doubted["status"], doubted["confidence"]) == ("superseded", pytest.approx(0.4))
+    assert db.admin.execute(
+        """select event, details ->> 'reason', details ->> 'rule' from pgmem.memory_events
+           where tenant_id = %s and memory_id = %s order by event_id""",
+        (acme.name, doubt_id),
+    ).fetchall() == [("insert", None, None), ("conflict", "low_confidence", "negation")]
+    # A newer, confident statement does replace it.
+    action, confident_id, related, _ = remember(
+        acme.conn,
+        "alice",
+        "User is no longer vegetarian",
+        source="rule",
+        valid_from=T0 + 2 * DAY,
+        now=T0 + 2 * DAY,
+    )
+    assert (action, related) == ("superseded", sure_id)
+    assert active(db.admin, acme.name) == ["User is no longer vegetarian"]
+
+
+def test_low_confidence_replaces_a_fact_no_surer(acme: Tenant, db: Db) -> None:
+    remember(acme.conn, "alice", "User likes dark mode", source="llm", confidence=0.3, now=T0)
+    action, *_ = remember(
+        acme.conn, "alice", "User now prefers light mode", source="llm", confidence=0.4, now=T0
+    )
+    assert action == "superseded"
+    assert db.admin.execute(
+        "select pgmem._may_supersede(s, 0.9, 0.69), pgmem._may_supersede(s, 0.9, 0.7),"
+        " pgmem._may_supersede(s, 0.5, 0.5) from pgmem.settings as s where tenant_id = %s",
+        (acme.name,),
+    ).fetchone() == (False, True, True)
+
+
+# ------------------------------------------------------------ every write path
+
+
+CASES = [
+    ("User likes dark mode", "User now prefers light mode"),
+    ("User lives in Hangzhou", "User moved to Shanghai"),
+    ("我喜欢深色模式", "我现在更喜欢浅色模式"),
+    ("我住在杭州", "我搬到上海了"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), CASES)
+def test_remember_many_keeps_one_truth_in_one_batch_and_across(
+    acme: Tenant, db: Db, embedder: LocalEmbedder, old: str, new: str
+) -> None:
+    old_vec, new_vec = embedder.embed([old, new])
+    rows = remember_many(
+        acme.conn,
+        [{"content": old, "embedding": old_vec}, {"content": new, "embedding": new_vec}],
+        subject="alice",
+    )
+    assert [r[1] for r in rows] == ["inserted", "superseded"]
+    assert active(db.admin, acme.name) == [new]
+    remember_many(acme.conn, [{"content": old, "embedding": old_vec}], subject="bob", now=T0)
+    rows = remember_many(
+        acme.conn, [{"content": new, "embedding": new_vec}], subject="bob", now=T0 + DAY
+    )
+    assert rows[0][1] == "superseded"
+    assert active(db.admin, acme.name, "bob") == [new]
+
+
+@pytest.mark.parametrize(("old", "new"), CASES)
+@pytest.mark.parametrize("infer", [False, True])
+def test_memory_add_keeps_one_truth(
+    tenant_login: Login, embedder: LocalEmbedder, old: str, new: str, infer: bool
+) -> None:
+    memory = Memory(conn=tenant_login("acme"), embedder=embedder, llm=False)
+    first = memory.add(
+        old.replace("User", "I").replace("lives", "live").replace("likes", "like"),
+        user_id="alice",
+        infer=infer,
+        occurred_at=T0,
+    )
+    assert first
+    memory.add(new.replace("User", "I"), user_id="alice", infer=infer, occurred_at=T0 + DAY)
+    facts = memory.get_all(user_id="alice")
+    assert len(facts) == 1, [f["content"] for f in facts]
+
+
+@pytest.mark.parametrize(("old", "new"), CASES)
+def test_worker_keeps_one_truth(
+    dsn: str, tenant_login: Login, embedder: LocalEmbedder, old: str, new: str
+) -> None:
+    acme = tenant_login("acme")
+    for text, at in ((old, T0), (new, T0 + DAY)):
+        acme.execute(
+            "select pgmem.enqueue('alice', %s, p_occurred_at => %s)",
+            (
+                Jsonb(text.replace("User", "I").replace("lives", "live").replace("likes", "like")),
+                at,
+            ),
+        )
+    Worker(dsn, embedder=embedder, llm=None).run(once=True)
+    facts = acme.execute(
+        "select content from pgmem.memories where subject = 'alice' and status = 'active'"
+    ).fetchall()
+    assert len(facts) == 1, facts

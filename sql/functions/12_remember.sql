@@ -246,7 +246,8 @@ begin
     -- that contradicts an active fact is never absorbed by it.
     if v_id is null and (action is null or action = 'superseded') then
         for v_conflict in
-            select c.* from pgmem._conflicts(p_tenant, p_settings, p_subject, p_content, p_embedding) as c
+            select c.*
+            from pgmem._conflicts(p_tenant, p_settings, p_subject, p_content, p_embedding, p_valid_from) as c
         loop
             if v_conflict.rule is null then
                 -- Undecided by the rules; above merge_threshold the merge job reads both.

@@ -101,12 +101,13 @@ as $$
         -- A new value for something said before.
         ('change', 'en', '\m(no longer|now|nowadays|these days|switched to|switched|moved to|moved|'
                          'relocated to|changed to|instead|from now on)\M', null),
-        ('change', 'zh', '不再|改成|改为|换成|换了|搬到|搬去|搬家到|搬家|现在|如今|从今以后', null),
+        ('change', 'zh', '不再|改成|改为|换成|换了|搬到|搬去|搬家到|搬家|跳槽到|跳槽|现在|如今|从今以后', null),
         -- One-valued attributes: a change of value replaces the old one.
         ('attribute', 'residence', '\m(lives?|living|lived|resides?|residing) in\M|\mmoved to\M|\mrelocated to\M'
                                    '|住在|住|搬到|搬去|搬家到|搬家|定居|家在', null),
         ('attribute', 'employer', '\mworks? (at|for)\M|\mworking (at|for)\M|\mjoined\M|\memployed (at|by)\M'
-                                  '|在\S{1,12}(工作|上班)|入职|跳槽到', null),
+                                  -- 在<employer>工作: the words around the name, not the name
+                                  '|在(?=\S{1,12}(工作|上班))|(?<=在\S{1,12})(工作|上班)|入职|跳槽到', null),
         -- Quantities a person has one of at a time: another number replaces it
         -- ("fact number 3" and "fact number 6" are two facts, "30 years old"
         -- and "31 years old" one).
@@ -181,7 +182,7 @@ begin
     end loop;
     v_text := pg_catalog.regexp_replace(v_text,
                   '\m(prefers?|preferred|preferring|loves?|loved|loving|enjoys?|enjoyed|enjoying|likes?|liked'
-                  '|liking|fond of|favou?rites?|is into|into)\M', ' like ', 'g');
+                  '|liking|wants?|wanted|fond of|favou?rites?|is into|into)\M', ' like ', 'g');
     v_text := pg_catalog.regexp_replace(v_text, '更喜欢|最喜欢|喜欢|偏好|更爱|最爱|爱', ' 喜欢 ', 'g');
     v_text := pg_catalog.regexp_replace(v_text,
                   '\m(the user|user|i|i''m|im|me|my|mine|he|she|they|his|her|their|them)\M', ' ', 'g');
@@ -290,12 +291,16 @@ $$;
 comment on function pgmem.contradiction(text, text) is
     'Whether p_new contradicts p_old by the offline rules, and by which: number, negation, antonym or change (see sql/functions/13_conflict.sql and pgmem.conflict_vocabulary()); NULL when no rule says so. E.g. pgmem.contradiction(''User likes dark mode'', ''User now prefers light mode'') = ''antonym''.';
 
+-- Before it read the pair in time order it had no p_valid_from.
+drop function if exists pgmem._conflicts(text, pgmem.settings, text, text, public.vector);
+
 create or replace function pgmem._conflicts(
     p_tenant text,
     p_settings pgmem.settings,
     p_subject text,
     p_content text,
-    p_embedding public.vector
+    p_embedding public.vector,
+    p_valid_from timestamptz
 )
 returns table(memory_id bigint, rule text, similarity real, valid_from timestamptz, confidence real)
 language plpgsql
@@ -326,7 +331,11 @@ begin
     select pg_catalog.string_agg('(' || v.pattern || ')', '|') into v_attributes
     from pgmem.conflict_vocabulary() as v where v.category = 'attribute' and v_text ~ v.pattern;
     return query
-        select c.memory_id, pgmem.contradiction(c.content, p_content), c.similarity, c.valid_from, c.confidence
+        -- The rules read the two statements in the order they became true.
+        select c.memory_id,
+               case when c.valid_from > p_valid_from then pgmem.contradiction(p_content, c.content)
+                    else pgmem.contradiction(c.content, p_content) end,
+               c.similarity, c.valid_from, c.confidence
         from (select m.memory_id, m.content, m.valid_from, m.confidence,
                      (1 - (m.embedding OPERATOR(public.<=>) p_embedding))::real as similarity, m.fts
               from pgmem.memories as m
@@ -340,7 +349,7 @@ begin
 end
 $$;
 
-comment on function pgmem._conflicts(text, pgmem.settings, text, text, public.vector) is
+comment on function pgmem._conflicts(text, pgmem.settings, text, text, public.vector, timestamptz) is
     'The close neighbours of a new fact among the subject''s active memories (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most 32, nearest first) and the contradiction rule each breaks, NULL for none (internal; the caller holds the subject''s lock).';
 
 create or replace function pgmem._queue_judge(
@@ -553,3 +562,40 @@ $$;
 
 comment on function pgmem._conflict_profile(text) is
     'The features of a fact the contradiction rules look at (terms, one-valued attributes, a negation or change marker, antonym pairs named, numbers of a quantity): a cheap filter for pairs within a batch (internal).';
+
+create or replace function pgmem.merge_keeper(p_stored_id bigint, p_new_id bigint)
+returns bigint
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tenant text := pgmem._require_tenant();
+    v_settings pgmem.settings;
+    v_stored pgmem.memories;
+    v_new pgmem.memories;
+begin
+    select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant;
+    select m.* into v_stored from pgmem.memories as m where m.tenant_id = v_tenant and m.memory_id = p_stored_id;
+    select m.* into v_new from pgmem.memories as m where m.tenant_id = v_tenant and m.memory_id = p_new_id;
+    if v_stored.memory_id is null or v_new.memory_id is null then
+        raise exception 'no memory % or %', p_stored_id, p_new_id using errcode = 'PM022';
+    end if;
+    -- The newer statement (valid time, then write order) wins, as a
+    -- supersession would, unless the confidence rule holds it back.
+    if (v_new.valid_from, v_new.memory_id) > (v_stored.valid_from, v_stored.memory_id)
+       and pgmem._may_supersede(v_settings, v_stored.confidence, v_new.confidence) then
+        return p_new_id;
+    end if;
+    if (v_stored.valid_from, v_stored.memory_id) > (v_new.valid_from, v_new.memory_id)
+       and pgmem._may_supersede(v_settings, v_new.confidence, v_stored.confidence) then
+        return p_stored_id;
+    end if;
+    -- Newer but not sure enough: the surer one.
+    return case when v_new.confidence > v_stored.confidence then p_new_id else p_stored_id end;
+end
+$$;
+
+comment on function pgmem.merge_keeper(bigint, bigint) is
+    'Which of two near-duplicates a merge without an LLM keeps as it is: the newer one (valid_from, then id) when pgmem._may_supersede lets it replace the other, else the surer one. PM022 for an unknown id.';

@@ -321,7 +321,8 @@ begin
                                  and pg_catalog.lower(m.triple_subject) = pg_catalog.lower(t.triple_subject)
                                 where t.rejected_rule is null and t.triple_predicate is not null)
                -- it contradicts an active fact, or has a neighbour for the judge (13_conflict.sql)
-               or exists (select from pgmem._conflicts(v_tenant, v_settings, b.subject, b.content, b.embedding) as c
+               or exists (select from pgmem._conflicts(v_tenant, v_settings, b.subject, b.content, b.embedding,
+                                                       b.valid_from) as c
                           where c.rule is not null
                              or (v_settings.judge_conflicts and c.similarity >= v_settings.conflict_threshold))
                -- it and another item of the batch contradict each other: only
