@@ -5,6 +5,8 @@ write on the same subject."""
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,6 +20,7 @@ from test_remember import remember, remember_many, vec
 
 from pgmem import Memory
 from pgmem.embed import LocalEmbedder
+from pgmem.extract import LLMExtractor
 from pgmem.worker import Worker
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
@@ -55,6 +58,7 @@ COMPATIBLE = [
     ("fact number 3", "fact number 6"),
     ("我喜欢猫", "我也喜欢狗"),
     ("User has a cat named Tom", "User has a dog"),
+    ("User drinks tea every morning", "User no longer drinks coffee every morning"),
 ]
 
 
@@ -343,7 +347,7 @@ def test_low_confidence_does_not_overturn_a_confident_fact(acme: Tenant, db: Db)
         (acme.name, doubt_id),
     ).fetchall() == [("insert", None, None), ("conflict", "low_confidence", "negation")]
     # A newer, confident statement does replace it.
-    action, confident_id, related, _ = remember(
+    action, _, related, _ = remember(
         acme.conn,
         "alice",
         "User is no longer vegetarian",
@@ -435,3 +439,243 @@ def test_worker_keeps_one_truth(
         "select content from pgmem.memories where subject = 'alice' and status = 'active'"
     ).fetchall()
     assert len(facts) == 1, facts
+
+
+@pytest.mark.parametrize(("old", "new"), CASES)
+def test_memory_add_with_llm_extraction_keeps_one_truth(
+    acme: Tenant,
+    db: Db,
+    embedder: LocalEmbedder,
+    llm: LLMExtractor,
+    fake_llm: FakeLLM,
+    old: str,
+    new: str,
+) -> None:
+    # The LLM's facts carry no triple: only the contradiction rules can catch them.
+    memory = Memory(conn=acme.conn, embedder=embedder, llm=llm, extract_mode="llm")
+    for text, at in ((old, T0), (new, T0 + DAY)):
+        fake_llm.answer(
+            facts_json({"content": text, "kind": "preference", "importance": 6, "confidence": 0.9})
+        )
+        added = memory.add(f"(turn) {text}", user_id="alice", occurred_at=at)
+        assert [a["content"] for a in added] == [text]
+    assert active(db.admin, acme.name) == [new]
+
+
+# ----------------------------------------------------------------------- the judge
+
+TEA, COFFEE = "User drinks tea every morning", "User drinks coffee every morning"
+
+
+def judge_ready(acme: Tenant, db: Db) -> tuple[int, int]:
+    """Two close facts no rule decides, and the judge job their write queued."""
+    db.admin.execute(
+        "update pgmem.settings set judge_conflicts = true where tenant_id = %s", (acme.name,)
+    )
+    _, old_id, _, _ = remember(acme.conn, "alice", TEA, vec(0), now=T0)
+    action, new_id, _, _ = remember(acme.conn, "alice", COFFEE, vec(0, 0.8), now=T0 + DAY)
+    assert action == "inserted"
+    jobs = db.admin.execute(
+        "select payload from pgmem.inbox where tenant_id = %s and job = 'judge'", (acme.name,)
+    ).fetchall()
+    assert jobs == [({"memory_id": new_id, "related_ids": [old_id]},)]
+    return old_id, new_id
+
+
+def run_judge(
+    acme: Tenant, db: Db, embedder: LocalEmbedder, llm: LLMExtractor | None
+) -> dict[str, Any]:
+    Worker(db.dsn, embedder=embedder, llm=llm, tenant=acme.name).run(once=True)
+    done = db.admin.execute(
+        "select status, payload -> 'result' from pgmem.inbox"
+        " where tenant_id = %s and job = 'judge'",
+        (acme.name,),
+    ).fetchone()
+    assert done is not None and done[0] == "done", done
+    return done[1]
+
+
+@pytest.mark.parametrize(
+    ("answer", "survivors", "action"),
+    [
+        ({"decision": "replace"}, [COFFEE], "superseded"),
+        ({"decision": "keep"}, [TEA], "kept"),
+        (
+            {"decision": "coexist", "labels": {"old": "until 2025", "new": "since 2025"}},
+            [TEA, COFFEE],
+            "coexisted",
+        ),
+        (
+            {"decision": "merge", "merged": "User drinks coffee, formerly tea, every morning"},
+            ["User drinks coffee, formerly tea, every morning"],
+            "merged",
+        ),
+    ],
+)
+def test_llm_judge_decision_is_applied_in_sql(
+    acme: Tenant,
+    db: Db,
+    embedder: LocalEmbedder,
+    llm: LLMExtractor,
+    fake_llm: FakeLLM,
+    answer: dict[str, Any],
+    survivors: list[str],
+    action: str,
+) -> None:
+    old_id, new_id = judge_ready(acme, db)
+    fake_llm.answer(json.dumps(answer))
+    result = run_judge(acme, db, embedder, llm)
+    assert [(a["action"], a["decision"]) for a in result["actions"]] == [
+        (action, answer["decision"])
+    ]
+    assert sorted(active(db.admin, acme.name)) == sorted(survivors)
+    assert "OLD" in fake_llm.prompt() and TEA in fake_llm.prompt() and COFFEE in fake_llm.prompt()
+    if action == "coexisted":
+        assert row(db.admin, old_id)["metadata"] == {"time_label": "until 2025"}
+        assert row(db.admin, new_id)["metadata"] == {"time_label": "since 2025"}
+    if action == "merged":
+        assert row(db.admin, new_id)["status"] == "active"  # the newer row is kept
+    if action in ("superseded", "kept"):
+        loser, winner = (old_id, new_id) if action == "superseded" else (new_id, old_id)
+        assert row(db.admin, loser)["status"] == "superseded"
+        assert db.admin.execute(
+            "select from_id from pgmem.memory_links where to_id = %s and link_type = 'supersedes'",
+            (loser,),
+        ).fetchall() == [(winner,)]
+
+
+def test_llm_judge_replace_respects_the_confidence_rule(
+    acme: Tenant, db: Db, embedder: LocalEmbedder, llm: LLMExtractor, fake_llm: FakeLLM
+) -> None:
+    db.admin.execute(
+        "update pgmem.settings set judge_conflicts = true where tenant_id = %s", (acme.name,)
+    )
+    remember(acme.conn, "alice", "我每天早上喝茶", vec(0), now=T0)
+    remember(
+        acme.conn,
+        "alice",
+        "我每天早上喝咖啡",
+        vec(0, 0.8),
+        source="llm",
+        confidence=0.3,
+        now=T0 + DAY,
+    )
+    fake_llm.answer(json.dumps({"decision": "replace"}))
+    result = run_judge(acme, db, embedder, llm)
+    assert [a["action"] for a in result["actions"]] == ["disputed"]
+    assert active(db.admin, acme.name) == ["我每天早上喝茶"]
+
+
+def test_judge_job_without_an_llm_changes_nothing(
+    acme: Tenant, db: Db, embedder: LocalEmbedder
+) -> None:
+    judge_ready(acme, db)
+    result = run_judge(acme, db, embedder, None)
+    assert result["actions"] == [] and "no LLM" in result["skipped"]
+    assert active(db.admin, acme.name) == [TEA, COFFEE]
+
+
+def test_resolve_conflict_checks_its_arguments(acme: Tenant) -> None:
+    _, a, _, _ = remember(acme.conn, "alice", TEA)
+    _, b, _, _ = remember(acme.conn, "bob", COFFEE)
+    for args, code in (
+        ((a, b, "overrule"), "PM061"),
+        ((a, a, "replace"), "PM060"),
+        ((a, b, "replace"), "PM060"),
+        ((a, 10**12, "replace"), "PM022"),
+    ):
+        with pytest.raises(psycopg.Error) as info:
+            acme.conn.execute("select * from pgmem.resolve_conflict(%s, %s, %s)", args)
+        assert info.value.sqlstate == code
+
+
+def test_merge_without_llm_keeps_the_newer_fact(
+    acme: Tenant, db: Db, embedder: LocalEmbedder
+) -> None:
+    # Cosine 0.9: a merge, not a duplicate; no rule calls them a contradiction.
+    _, old_id, _, _ = remember(
+        acme.conn, "alice", "User works at Acme in Berlin as an engineer", vec(0), now=T0
+    )
+    action, new_id, related, _ = remember(
+        acme.conn, "alice", "User works at Acme", vec(0, 0.9), now=T0 + DAY
+    )
+    assert (action, related) == ("merge_pending", old_id)
+    Worker(db.dsn, embedder=embedder, llm=None, tenant=acme.name).run(once=True)
+    assert active(db.admin, acme.name) == ["User works at Acme"]
+    assert row(db.admin, new_id)["status"] == "active"
+    assert row(db.admin, old_id)["status"] == "merged"
+    # Not when the newer fact is less sure than the rule allows.
+    _, sure_id, _, _ = remember(acme.conn, "bob", "User has two cats", vec(5), now=T0)
+    remember(
+        acme.conn,
+        "bob",
+        "User has cats",
+        vec(5, 0.9),
+        source="llm",
+        confidence=0.2,
+        now=T0 + DAY,
+    )
+    Worker(db.dsn, embedder=embedder, llm=None, tenant=acme.name).run(once=True)
+    assert active(db.admin, acme.name, "bob") == ["User has two cats"]
+    assert row(db.admin, sure_id)["status"] == "active"
+
+
+# -------------------------------------------------------------------- concurrency
+
+
+def wait_until_blocked(db: Db, pid: int) -> None:
+    """Until session ``pid`` waits on a lock (no timing: it polls pg_stat_activity)."""
+    for _ in range(10_000):
+        waiting = db.admin.execute(
+            "select wait_event_type from pg_stat_activity where pid = %s", (pid,)
+        ).fetchone()
+        if waiting == ("Lock",):
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError(f"session {pid} never waited for the subject's lock")
+
+
+@pytest.mark.parametrize("first", ["judge", "write"])
+def test_judge_and_a_write_on_one_subject_leave_one_truth(acme: Tenant, db: Db, first: str) -> None:
+    old_id, new_id = judge_ready(acme, db)
+    negation = "User no longer drinks coffee every morning"
+    conns = {"judge": psycopg.connect(acme.dsn), "write": psycopg.connect(acme.dsn)}
+    results: dict[str, Any] = {}
+
+    def run(which: str) -> None:
+        """One session's statement, in its open transaction (not committed)."""
+        conn = conns[which]
+        if which == "judge":
+            results[which] = conn.execute(
+                "select action from pgmem.resolve_conflict(%s, %s, 'replace')", (new_id, old_id)
+            ).fetchone()
+        else:
+            results[which] = remember(conn, "alice", negation, vec(0, 0.82), now=T0 + 2 * DAY)
+
+    second = "write" if first == "judge" else "judge"
+    try:
+        run(first)  # holds the subject's lock until it commits
+        thread = threading.Thread(target=lambda: (run(second), conns[second].commit()))
+        thread.start()
+        wait_until_blocked(db, conns[second].info.backend_pid)
+        conns[first].commit()
+        thread.join()
+    finally:
+        for conn in conns.values():
+            conn.close()
+
+    # The negation always wins (it is the newest and contradicts coffee); tea is
+    # superseded by coffee, or stays active beside the negation it does not contradict.
+    assert results["write"][0] == "superseded"
+    if first == "judge":
+        assert results["judge"] == ("superseded",)
+        assert active(db.admin, acme.name) == [negation]
+    else:
+        assert results["judge"] == ("skipped",)
+        assert active(db.admin, acme.name) == [TEA, negation]
+    assert db.admin.execute(
+        "select pgmem.contradiction(a.content, b.content) from pgmem.memories as a"
+        " join pgmem.memories as b on b.tenant_id = a.tenant_id and b.memory_id > a.memory_id"
+        " where a.tenant_id = %s and a.status = 'active' and b.status = 'active'",
+        (acme.name,),
+    ).fetchall() in ([], [(None,)])

@@ -176,7 +176,9 @@ begin
     -- and the speaker left out. Each removed part becomes a space, so both
     -- facts of a pair are cut at the same places.
     foreach v_pattern in array p_drop || array(
-        select v.pattern from pgmem.conflict_vocabulary() as v where v.category in ('negation', 'change'))
+        -- change first: 不再 is a change marker before 不 is a negation
+        select v.pattern from pgmem.conflict_vocabulary() as v where v.category in ('negation', 'change')
+        order by v.category)
     loop
         v_text := pg_catalog.regexp_replace(v_text, v_pattern, ' ', 'g');
     end loop;
@@ -201,15 +203,14 @@ immutable strict parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- One says no more than the other, or they share half their terms.
-    select pg_catalog.cardinality(p_a) > 0 and pg_catalog.cardinality(p_b) > 0
-           and (p_a <@ p_b or p_b <@ p_a
-                or (select pg_catalog.count(*) from (select unnest(p_a) intersect select unnest(p_b)) as i)::real
-                   / (select pg_catalog.count(*) from (select unnest(p_a) union select unnest(p_b)) as u) >= 0.5)
+    -- One says no more than the other: "drinks coffee" and "no longer drinks
+    -- coffee every day" are about one thing, "drinks tea every morning" and
+    -- "no longer drinks coffee every morning" about two.
+    select pg_catalog.cardinality(p_a) > 0 and pg_catalog.cardinality(p_b) > 0 and (p_a <@ p_b or p_b <@ p_a)
 $$;
 
 comment on function pgmem._terms_alike(text[], text[]) is
-    'Whether two term sets say the same thing: one within the other, or a Jaccard overlap of at least 0.5 (internal).';
+    'Whether two term sets say the same thing: one within the other (internal).';
 
 create or replace function pgmem.contradiction(p_old text, p_new text)
 returns text
