@@ -241,6 +241,7 @@ class Memory:
         occurred_at: datetime | None = None,
         confidence: float | None = None,
         expires_at: datetime | None = None,
+        check_conflicts: bool = True,
         conn: Connection | None = None,
     ) -> AddResult:
         """Remember what a conversation (or a text) says about ``user_id``.
@@ -253,6 +254,8 @@ class Memory:
         ``kind`` (default semantic) and ``importance`` (default: the tenant's).
         ``confidence`` (0..1) and ``expires_at`` apply to every fact; left out, the
         database uses the source's default confidence and the kind's default TTL.
+        ``check_conflicts=False`` (an explicit key-value write, as the LangGraph store
+        makes) skips the contradiction check, so no other fact is retired by it.
 
         Returns one dict per fact: ``action``, ``memory_id`` (for reinforced and
         deduplicated, the memory that already said it), ``related_id``,
@@ -267,6 +270,8 @@ class Memory:
                     "enqueue=True hands the turn to the worker, which always extracts facts; "
                     "store text as it is with infer=False and enqueue=False"
                 )
+            if not check_conflicts:
+                raise ValueError("the worker always checks contradictions; check_conflicts=False")
             with self.transaction(conn) as c:
                 row = _one(
                     c,
@@ -304,6 +309,7 @@ class Memory:
             valid_from=occurred_at,
             confidence=confidence,
             expires_at=expires_at,
+            check_conflicts=check_conflicts,
         )
         with self.transaction(conn) as c:
             rows = ingest.remember(c, user_id, batch)

@@ -115,10 +115,12 @@ def items(
     valid_from: datetime | str | None = None,
     confidence: float | None = None,
     expires_at: datetime | str | None = None,
+    check_conflicts: bool = True,
 ) -> list[dict[str, Any]]:
     """``pgmem.remember_many`` items (keys left out rather than null). ``confidence``
     and ``expires_at``, when given, apply to every item (the caller's trust in the
-    turn overrides an extractor's self-rating)."""
+    turn overrides an extractor's self-rating). ``check_conflicts=False`` writes them as
+    explicit key-value items that never retire another fact as a contradiction."""
     out = []
     for p, vector in zip(planned, vectors, strict=True):
         triple = p.triple or (None, None, None)
@@ -141,6 +143,7 @@ def items(
             "valid_from": valid_from,
             "confidence": p.confidence if confidence is None else confidence,
             "expires_at": expires_at,
+            "check_conflicts": None if check_conflicts else False,
             "rejected": p.rejected,
         }
         out.append({k: v for k, v in item.items() if v is not None})

@@ -679,3 +679,20 @@ def test_judge_and_a_write_on_one_subject_leave_one_truth(acme: Tenant, db: Db, 
         " where a.tenant_id = %s and a.status = 'active' and b.status = 'active'",
         (acme.name,),
     ).fetchall() in ([], [(None,)])
+
+
+def test_explicit_key_value_writes_skip_the_contradiction_check(acme: Tenant, db: Db) -> None:
+    remember_many(acme.conn, [{"content": "Frank drinks his coffee black"}], subject="frank")
+    rows = remember_many(
+        acme.conn,
+        [{"content": "Frank gave up coffee", "check_conflicts": False}],
+        subject="frank",
+    )
+    assert rows[0][1] == "inserted"
+    assert active(db.admin, acme.name, "frank") == [
+        "Frank drinks his coffee black",
+        "Frank gave up coffee",
+    ]
+    with pytest.raises(psycopg.Error) as info:
+        remember_many(acme.conn, [{"content": "x", "check_conflicts": "no"}], subject="frank")
+    assert info.value.sqlstate == "PM021"

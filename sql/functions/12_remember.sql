@@ -119,9 +119,12 @@ $$;
 comment on function pgmem._write_details(text[], text) is
     'The details every write event of a fact carries: the kinds of redacted data and the agent (internal).';
 
--- Before issue 10 it had no confidence and expiry.
+-- Before issue 10 it had no confidence and expiry, then no p_check_conflicts.
 drop function if exists pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real,
                                                text, text, text, text, text, text, jsonb, timestamptz, timestamptz);
+drop function if exists pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real,
+                                               text, text, text, text, text, text, jsonb, timestamptz, timestamptz,
+                                               real, timestamptz);
 
 create or replace function pgmem._remember_decide(
     p_tenant text,
@@ -142,7 +145,9 @@ create or replace function pgmem._remember_decide(
     p_valid_from timestamptz,
     p_now timestamptz,
     p_confidence real,
-    p_expires_at timestamptz
+    p_expires_at timestamptz,
+    -- false: an explicit key-value write (remember_many's check_conflicts key)
+    p_check_conflicts boolean default true
 )
 returns table(action text, memory_id bigint, related_id bigint, similarity real)
 language plpgsql
@@ -244,7 +249,7 @@ begin
 
     -- 3b. Contradictions (13_conflict.sql), before duplicates: a near-duplicate
     -- that contradicts an active fact is never absorbed by it.
-    if v_id is null and (action is null or action = 'superseded') then
+    if v_id is null and (action is null or action = 'superseded') and p_check_conflicts then
         for v_conflict in
             select c.*
             from pgmem._conflicts(p_tenant, p_settings, p_subject, p_content, p_embedding, p_valid_from) as c
@@ -426,7 +431,7 @@ $$;
 
 comment on function pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real, text,
                                             text, text, text, text, text, jsonb, timestamptz, timestamptz, real,
-                                            timestamptz) is
+                                            timestamptz, boolean) is
     'Core of pgmem.remember for checked, redacted input whose subject is locked: reinforce, supersede, deduplicate, insert for merge or insert, with events (internal).';
 
 create or replace function pgmem._reject(

@@ -35,7 +35,8 @@ declare
     v_item record;
     v_keys constant text[] := array['subject', 'content', 'embedding', 'kind', 'importance', 'triple_subject',
                                     'triple_predicate', 'triple_object', 'session_id', 'agent_id', 'source',
-                                    'metadata', 'valid_from', 'rejected', 'confidence', 'expires_at'];
+                                    'metadata', 'valid_from', 'rejected', 'confidence', 'expires_at',
+                                    'check_conflicts'];
 begin
     select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant;
     if p_items is null or pg_catalog.jsonb_typeof(p_items) <> 'array' then
@@ -54,7 +55,8 @@ begin
            pg_catalog.jsonb_typeof(e.v -> 'embedding') as embedding_type,
            pg_catalog.jsonb_typeof(e.v -> 'importance') as importance_type,
            pg_catalog.jsonb_typeof(e.v -> 'rejected') as rejected_type,
-           t.bad_confidence, t.bad_expiry
+           t.bad_confidence, t.bad_expiry,
+           pg_catalog.jsonb_typeof(e.v -> 'check_conflicts') as check_type
     into v_bad
     from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
     cross join lateral (
@@ -76,6 +78,7 @@ begin
            and pg_catalog.abs((e.v -> 'importance')::numeric) > 1.7976931348623157e308)
        or pg_catalog.jsonb_typeof(e.v -> 'rejected') not in ('string', 'null')
        or t.bad_confidence or t.bad_expiry
+       or pg_catalog.jsonb_typeof(e.v -> 'check_conflicts') not in ('boolean', 'null')
     order by e.i
     limit 1;
     if found then
@@ -95,6 +98,9 @@ begin
         elsif v_bad.bad_expiry then
             raise exception 'p_items[%].expires_at must be a timestamp such as "2026-12-24T18:00:00Z"', v_bad.i
                 using errcode = 'PM027', hint = 'Leave it out (or null) for the kind''s default TTL.';
+        elsif v_bad.check_type not in ('boolean', 'null') then
+            raise exception 'p_items[%].check_conflicts must be true or false', v_bad.i
+                using errcode = 'PM021', hint = 'Leave it out (or null) to check contradictions, as remember does.';
         elsif v_bad.rejected_type not in ('string', 'null') then
             raise exception 'p_items[%].rejected must be a string: the reason the caller refused the text', v_bad.i
                 using errcode = 'PM021', hint = 'Leave it out (or null) to let pgmem''s own rules decide.';
@@ -193,6 +199,7 @@ begin
         valid_from timestamptz not null,
         confidence real not null,
         expires_at timestamptz,
+        check_conflicts boolean not null,
         rejected_rule text,
         twins_in_batch boolean not null,   -- same content or triple key as another item
         exact_id bigint,                   -- active row with the same content
@@ -208,13 +215,14 @@ begin
     truncate pg_temp._pgmem_batch;
     insert into pg_temp._pgmem_batch (item, subject, content, content_hash, redacted, embedding, kind, importance,
                                       triple_subject, triple_predicate, triple_object, session_id, agent_id, source,
-                                      metadata, valid_from, confidence, expires_at, rejected_rule, twins_in_batch,
-                                      action)
+                                      metadata, valid_from, confidence, expires_at, check_conflicts, rejected_rule,
+                                      twins_in_batch, action)
     select x.i, x.subject, x.content, x.content_hash, x.redacted, x.embedding, x.kind, x.importance,
            x.triple_subject, x.triple_predicate, x.triple_object, x.session_id, x.agent_id, x.source, x.metadata,
            x.valid_from,
            coalesce(x.confidence, pgmem._default_confidence(v_settings, x.source)),
            coalesce(x.expires_at, pgmem._default_expiry(v_settings, x.kind, x.valid_from)),
+           x.check_conflicts,
            x.rule,
            pg_catalog.count(*) over (partition by x.subject, x.content_hash) > 1
            or (x.triple_predicate is not null
@@ -234,6 +242,7 @@ begin
                  coalesce((e.v ->> 'valid_from')::timestamptz, v_now) as valid_from,
                  (e.v ->> 'confidence')::real as confidence,
                  (e.v ->> 'expires_at')::timestamptz as expires_at,
+                 coalesce((e.v ->> 'check_conflicts')::boolean, true) as check_conflicts,
                  -- pgmem's own rule names the rejection; the caller's reason when only it refused.
                  coalesce(j.rule, nullif(e.v ->> 'rejected', '')) as rule
           from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
@@ -284,7 +293,7 @@ begin
             select x.item, x.subject, x.content, p.*
             from pg_temp._pgmem_batch as x
             cross join lateral pgmem._conflict_profile(x.content) as p
-            where x.rejected_rule is null
+            where x.rejected_rule is null and x.check_conflicts
         )
         update pg_temp._pgmem_batch as b
         set meets_batch = true
@@ -321,10 +330,12 @@ begin
                                  and pg_catalog.lower(m.triple_subject) = pg_catalog.lower(t.triple_subject)
                                 where t.rejected_rule is null and t.triple_predicate is not null)
                -- it contradicts an active fact, or has a neighbour for the judge (13_conflict.sql)
-               or exists (select from pgmem._conflicts(v_tenant, v_settings, b.subject, b.content, b.embedding,
-                                                       b.valid_from) as c
-                          where c.rule is not null
-                             or (v_settings.judge_conflicts and c.similarity >= v_settings.conflict_threshold))
+               or (b.check_conflicts
+                   and exists (select from pgmem._conflicts(v_tenant, v_settings, b.subject, b.content, b.embedding,
+                                                            b.valid_from) as c
+                               where c.rule is not null
+                                  or (v_settings.judge_conflicts
+                                      and c.similarity >= v_settings.conflict_threshold)))
                -- it and another item of the batch contradict each other: only
                -- pairs that share a term or attribute and carry a marker are asked
                or b.item in (select y.item
@@ -432,7 +443,7 @@ begin
                                     v_item.embedding, v_item.kind, v_item.importance, v_item.triple_subject,
                                     v_item.triple_predicate, v_item.triple_object, v_item.session_id,
                                     v_item.agent_id, v_item.source, v_item.metadata, v_item.valid_from, v_now,
-                                    v_item.confidence, v_item.expires_at) as d
+                                    v_item.confidence, v_item.expires_at, v_item.check_conflicts) as d
         where b.item = v_item.item;
     end loop;
 
@@ -444,5 +455,5 @@ end
 $$;
 
 comment on function pgmem.remember_many(jsonb, text, timestamptz) is
-    'Bulk pgmem.remember: p_items is a JSON array of objects with the keys subject (default p_subject), content, embedding (JSON array of numbers or a vector literal string ''[0.1,…]'', the faster form), kind, importance, triple_subject, triple_predicate, triple_object, session_id, agent_id, source, metadata, valid_from, confidence (0..1; default by source), expires_at (default valid_from + settings.ttl_<kind>), rejected (a caller''s reason to refuse the text: recorded as a content-free reject event, like text pgmem''s own rules reject). Same decisions as remember; one result row per item (item counts from 1). Plainly new items are inserted set-based. Needs the TEMPORARY privilege on the database.';
+    'Bulk pgmem.remember: p_items is a JSON array of objects with the keys subject (default p_subject), content, embedding (JSON array of numbers or a vector literal string ''[0.1,…]'', the faster form), kind, importance, triple_subject, triple_predicate, triple_object, session_id, agent_id, source, metadata, valid_from, confidence (0..1; default by source), expires_at (default valid_from + settings.ttl_<kind>), check_conflicts (default true; false for an explicit key-value write that must not retire other facts), rejected (a caller''s reason to refuse the text: recorded as a content-free reject event, like text pgmem''s own rules reject). Same decisions as remember; one result row per item (item counts from 1). Plainly new items are inserted set-based. Needs the TEMPORARY privilege on the database.';
 
