@@ -196,21 +196,30 @@ $$;
 comment on function pgmem._conflict_terms(text, text[]) is
     'The terms of a fact without its polarity, change markers, speaker and the patterns in p_drop, liking spelled one way: what two facts must share to contradict each other (internal).';
 
-create or replace function pgmem._terms_alike(p_a text[], p_b text[])
+-- Before it took the smallest set that may count as the same statement, it had two arguments.
+drop function if exists pgmem._terms_alike(text[], text[]);
+
+create or replace function pgmem._terms_alike(p_a text[], p_b text[], p_min integer)
 returns boolean
 language sql
 immutable strict parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- One says no more than the other: "drinks coffee" and "no longer drinks
-    -- coffee every day" are about one thing, "drinks tea every morning" and
-    -- "no longer drinks coffee every morning" about two.
-    select pg_catalog.cardinality(p_a) > 0 and pg_catalog.cardinality(p_b) > 0 and (p_a <@ p_b or p_b <@ p_a)
+    -- The same statement: the same terms, or one within the other with at
+    -- least p_min terms and at most two more. "drinks coffee" and "no longer
+    -- drinks coffee every day" are about one thing; "drinks tea every morning"
+    -- and "no longer drinks coffee every morning" about two, and "Thanks!" is
+    -- within too many long sentences to contradict any of them.
+    select pg_catalog.cardinality(p_a) > 0 and pg_catalog.cardinality(p_b) > 0
+           and (p_a @> p_b and p_b @> p_a
+                or (least(pg_catalog.cardinality(p_a), pg_catalog.cardinality(p_b)) >= p_min
+                    and pg_catalog.abs(pg_catalog.cardinality(p_a) - pg_catalog.cardinality(p_b)) <= 2
+                    and (p_a <@ p_b or p_b <@ p_a)))
 $$;
 
-comment on function pgmem._terms_alike(text[], text[]) is
-    'Whether two term sets say the same thing: one within the other (internal).';
+comment on function pgmem._terms_alike(text[], text[], integer) is
+    'Whether two term sets say the same thing: equal, or one within the other with at least p_min terms and at most two more (internal).';
 
 create or replace function pgmem.contradiction(p_old text, p_new text)
 returns text
@@ -228,8 +237,24 @@ declare
     v_new_negative boolean;
     v_rule record;
     v_number constant text := '[0-9]+([.:/-][0-9]+)*';
+    v_negation text;
+    v_change text;
+    v_new_change boolean;
 begin
     if p_old is null or p_new is null or pgmem._normalize(p_old) = pgmem._normalize(p_new) then
+        return null;
+    end if;
+    select pg_catalog.string_agg(v.pattern, '|') filter (where v.category = 'negation'),
+           pg_catalog.string_agg(v.pattern, '|') filter (where v.category = 'change')
+    into v_negation, v_change
+    from pgmem.conflict_vocabulary() as v;
+    v_old_negative := v_old ~ v_negation;
+    v_new_negative := v_new ~ v_negation;
+    v_new_change := v_new ~ v_change;
+    -- Most pairs carry nothing any rule looks for: a few matches decide that.
+    if v_old_negative = v_new_negative and not v_new_change and not (v_old ~ '[0-9]' and v_new ~ '[0-9]')
+       and not exists (select from pgmem.conflict_vocabulary() as v
+                       where v.category = 'antonym' and (v_new ~ v.pattern or v_new ~ v.partner)) then
         return null;
     end if;
     v_old_terms := pgmem._conflict_terms(p_old);
@@ -249,10 +274,7 @@ begin
     end if;
 
     -- negation: the same statement, the other polarity.
-    select pg_catalog.bool_or(v_old ~ v.pattern), pg_catalog.bool_or(v_new ~ v.pattern)
-    into v_old_negative, v_new_negative
-    from pgmem.conflict_vocabulary() as v where v.category = 'negation';
-    if v_old_negative <> v_new_negative and pgmem._terms_alike(v_old_terms, v_new_terms) then
+    if v_old_negative <> v_new_negative and pgmem._terms_alike(v_old_terms, v_new_terms, 2) then
         return 'negation';
     end if;
 
@@ -265,14 +287,14 @@ begin
                    or (v_old ~ v.partner and v_new ~ v.pattern and not v_old ~ v.pattern and not v_new ~ v.partner))
         loop
             if pgmem._terms_alike(pgmem._conflict_terms(p_old, array[v_rule.pattern, v_rule.partner]),
-                                  pgmem._conflict_terms(p_new, array[v_rule.pattern, v_rule.partner])) then
+                                  pgmem._conflict_terms(p_new, array[v_rule.pattern, v_rule.partner]), 1) then
                 return 'antonym';
             end if;
         end loop;
     end if;
 
     -- change: a change marker, and another value of the same one-valued attribute.
-    if exists (select from pgmem.conflict_vocabulary() as v where v.category = 'change' and v_new ~ v.pattern) then
+    if v_new_change then
         for v_rule in
             select v.pattern from pgmem.conflict_vocabulary() as v
             where v.category = 'attribute' and v_old ~ v.pattern and v_new ~ v.pattern
@@ -323,7 +345,7 @@ begin
     -- share "mode"), or speaking of the same one-valued attribute ("lives
     -- in Hangzhou", "moved to Shanghai"). An exact scan of one subject, as
     -- remember's own (a subject holds at most capacity_per_subject rows);
-    -- the rules run on the 32 nearest candidates only.
+    -- the rules run on the 16 nearest candidates only.
     select pg_catalog.to_tsquery('pg_catalog.simple'::regconfig,
                                  pg_catalog.string_agg(pg_catalog.quote_literal(t.term), ' | '))
     into v_terms
@@ -346,12 +368,12 @@ begin
            or c.fts @@ v_terms
            or (v_attributes is not null and pgmem._conflict_text(c.content) ~ v_attributes)
         order by c.similarity desc nulls last, c.memory_id desc
-        limit 32;
+        limit 16;
 end
 $$;
 
 comment on function pgmem._conflicts(text, pgmem.settings, text, text, public.vector, timestamptz) is
-    'The close neighbours of a new fact among the subject''s active memories (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most 32, nearest first) and the contradiction rule each breaks, NULL for none (internal; the caller holds the subject''s lock).';
+    'The close neighbours of a new fact among the subject''s active memories (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most 16, nearest first) and the contradiction rule each breaks, NULL for none (internal; the caller holds the subject''s lock).';
 
 create or replace function pgmem._queue_judge(
     p_tenant text,
