@@ -309,6 +309,9 @@ class Memory:
         kind: str | None = None,
         importance: float | None = None,
         occurred_at: datetime | None = None,
+        confidence: float | None = None,
+        expires_at: datetime | None = None,
+        check_conflicts: bool = True,
         conn: Connection | None = None,
     ) -> AddResult:
         """Remember what a conversation (or a text) says about ``user_id``.
@@ -319,6 +322,10 @@ class Memory:
         ``enqueue=True`` only queues the turn (``pgmem.enqueue``) for the worker.
         ``infer=False`` stores the text (or each non-system message) as it is, with
         ``kind`` (default semantic) and ``importance`` (default: the tenant's).
+        ``confidence`` (0..1) and ``expires_at`` apply to every fact; left out, the
+        database uses the source's default confidence and the kind's default TTL.
+        ``check_conflicts=False`` (an explicit key-value write, as the LangGraph store
+        makes) skips the contradiction check, so no other fact is retired by it.
 
         Returns one dict per fact: ``action``, ``memory_id`` (for reinforced and
         deduplicated, the memory that already said it), ``related_id``,
@@ -333,6 +340,8 @@ class Memory:
                     "enqueue=True hands the turn to the worker, which always extracts facts; "
                     "store text as it is with infer=False and enqueue=False"
                 )
+            if not check_conflicts:
+                raise ValueError("the worker always checks contradictions; check_conflicts=False")
             with self._call(conn) as c:
                 row = _one(
                     c,
@@ -344,6 +353,8 @@ class Memory:
                         "agent_id": agent_id,
                         "metadata": ingest.as_jsonb(meta),
                         "occurred_at": occurred_at,
+                        "confidence": confidence,
+                        "expires_at": expires_at,
                     },
                 )
             return [{"action": "queued", "inbox_id": row["inbox_id"]}]
@@ -366,6 +377,9 @@ class Memory:
             agent_id=agent_id,
             metadata=meta,
             valid_from=occurred_at,
+            confidence=confidence,
+            expires_at=expires_at,
+            check_conflicts=check_conflicts,
         )
         with self._call(conn) as c:
             rows = ingest.remember(c, user_id, batch)

@@ -73,6 +73,7 @@ from psycopg.types.json import Jsonb
 from pgmem import ingest, queries
 from pgmem.embed import Embedder, embedder_from_env
 from pgmem.extract import ExtractionResult, LLMExtractor, merge_facts
+from pgmem.extract.llm import Judgement
 from pgmem.queries import layers as lq
 from pgmem.queries import worker as wq
 from pgmem.queries.worker import CHANNEL
@@ -214,6 +215,22 @@ class _Merge:
     vector: list[float] | None = None
     error: BaseException | None = None
     spent: float = 0.0
+
+
+@dataclass
+class _Judge:
+    """A judge job: the new fact, its undecided close neighbours, and the LLM's decisions."""
+
+    memory_id: int | None = None
+    pairs: list[tuple[int, str, str]] = field(default_factory=list)  # (other id, old, new)
+    decisions: list[tuple[int, Judgement]] = field(default_factory=list)
+    skipped: str | None = None
+    error: BaseException | None = None
+    spent: float = 0.0
+
+
+# What a claimed job becomes before its SQL runs.
+_Prepared = _Turn | _Merge | _Judge
 
 
 def _messages(payload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -504,7 +521,7 @@ class Worker:
         return stats.jobs
 
     def _run_job(
-        self, conn: Conn, job: dict[str, Any], prepared: _Turn | _Merge | None, stats: BatchStats
+        self, conn: Conn, job: dict[str, Any], prepared: _Prepared | None, stats: BatchStats
     ) -> None:
         tenant, inbox_id = job["tenant_id"], job["inbox_id"]
         try:
@@ -515,6 +532,8 @@ class Worker:
                     result = self._remember_turn(conn, job, prepared)
                 elif isinstance(prepared, _Merge):
                     result = self._merge(conn, prepared)
+                elif isinstance(prepared, _Judge):
+                    result = self._judge(conn, prepared)
                 else:
                     raise JobError(f"the worker does not handle {job['job']!r} jobs")
                 conn.execute(
@@ -540,7 +559,7 @@ class Worker:
             name = str(action.get("action"))
             stats.actions[name] = stats.actions.get(name, 0) + 1
 
-    def _limit_statements(self, conn: Conn, prepared: _Turn | _Merge | None) -> None:
+    def _limit_statements(self, conn: Conn, prepared: _Prepared | None) -> None:
         """Give the job's statements what remains of its budget (SET LOCAL inside the
         savepoint; the next job sets its own, and the batch's commit ends it)."""
         if prepared is not None and prepared.error is not None:
@@ -583,15 +602,18 @@ class Worker:
 
     # ------------------------------------------------------------------ prepare
 
-    def _prepare(self, conn: Conn, jobs: list[dict[str, Any]]) -> dict[int, _Turn | _Merge | None]:
+    def _prepare(self, conn: Conn, jobs: list[dict[str, Any]]) -> dict[int, _Prepared | None]:
         """Extract every turn and merge text of the batch, then embed them all in one call."""
-        prepared: dict[int, _Turn | _Merge | None] = {job["inbox_id"]: None for job in jobs}
+        prepared: dict[int, _Prepared | None] = {job["inbox_id"]: None for job in jobs}
         turns = [job for job in jobs if job["job"] == "turn"]
         merges = [job for job in jobs if job["job"] == "merge"]
+        judges = [job for job in jobs if job["job"] == "judge"]
         for job in turns:
             prepared[job["inbox_id"]] = _Turn()
         for job in merges:
             prepared[job["inbox_id"]] = self._load_merge(conn, job)
+        for job in judges:
+            prepared[job["inbox_id"]] = self._load_judge(conn, job)
 
         def think(job: dict[str, Any]) -> None:
             item = prepared[job["inbox_id"]]
@@ -602,13 +624,15 @@ class Worker:
                     item.planned, item.result = ingest.plan(_messages(job["payload"]), llm=self.llm)
                 elif isinstance(item, _Merge) and item.error is None and item.texts is not None:
                     self._decide_merge(item, *item.texts)
+                elif isinstance(item, _Judge) and item.error is None:
+                    self._decide_judge(item)
             except Exception as exc:
                 item.error = exc
             finally:
                 item.spent += time.monotonic() - started
             self._check_budget(item, "extracting")
 
-        todo = turns + merges
+        todo = turns + merges + judges
         if self.llm is not None and len(todo) > 1:
             # Waiting on the LLM: ask about several jobs at once.
             with ThreadPoolExecutor(min(LLM_CONCURRENCY, len(todo))) as pool:
@@ -616,7 +640,8 @@ class Worker:
         else:
             for job in todo:
                 think(job)
-        self._embed_prepared([p for p in prepared.values() if p is not None])
+        # A judge's merged text is embedded by the embed pass (pgmem.merge clears the vector).
+        self._embed_prepared([p for p in prepared.values() if isinstance(p, _Turn | _Merge)])
         return prepared
 
     def _load_merge(self, conn: Conn, job: dict[str, Any]) -> _Merge:
@@ -640,8 +665,84 @@ class Worker:
         stored, new = rows.get(stored_id), rows.get(new_id)
         if stored and new and stored["status"] == new["status"] == "active":
             item.texts = (stored["content"], new["content"])
+            if self.llm is None:
+                # Without a model the newer fact is kept as it is, unless it is less
+                # sure than the rule allows (pgmem.merge_keeper, 13_conflict.sql).
+                with conn.transaction():
+                    self._bind(conn, job["tenant_id"])
+                    keep = conn.execute(
+                        wq.MERGE_KEEPER, {"stored_id": stored_id, "new_id": new_id}
+                    ).fetchone()
+                assert keep is not None
+                if keep["keep_id"] == new_id:
+                    item.keep_id, item.other_id = new_id, stored_id
+                item.texts = None
         # Otherwise pgmem.merge says what happened (gone: PM022; merged or changed: skipped).
         return item
+
+    def _load_judge(self, conn: Conn, job: dict[str, Any]) -> _Judge:
+        item = _Judge()
+        payload = job["payload"]
+        try:
+            item.memory_id = int(payload["memory_id"])
+            related = [int(i) for i in payload["related_ids"]]
+        except (KeyError, TypeError, ValueError):
+            item.error = JobError("judge payload needs memory_id and related_ids")
+            return item
+        if self.llm is None:
+            item.skipped = "no LLM configured: the offline rules decided at write"
+            return item
+        try:
+            with conn.transaction():
+                self._bind(conn, job["tenant_id"])
+                rows = {
+                    r["memory_id"]: r
+                    for r in conn.execute(
+                        wq.LOAD_MEMORIES,
+                        {"tenant": job["tenant_id"], "ids": [item.memory_id, *related]},
+                    )
+                }
+        except Exception as exc:
+            if conn.broken:
+                raise
+            item.error = exc
+            return item
+        new = rows.get(item.memory_id)
+        if new is not None and new["status"] == "active":
+            item.pairs = [
+                (i, rows[i]["content"], new["content"])
+                for i in related
+                if i in rows and rows[i]["status"] == "active"
+            ]
+        # Otherwise pgmem.resolve_conflict would say skipped: nothing left to ask.
+        return item
+
+    def _decide_judge(self, item: _Judge) -> None:
+        assert self.llm is not None or not item.pairs
+        for other_id, old_text, new_text in item.pairs:
+            assert self.llm is not None
+            item.decisions.append((other_id, self.llm.judge(old_text, new_text)))
+
+    def _judge(self, conn: Conn, item: _Judge) -> dict[str, Any]:
+        if item.error is not None:
+            raise item.error
+        if item.skipped is not None:
+            return {"actions": [], "skipped": item.skipped}
+        actions = []
+        for other_id, judgement in item.decisions:
+            row = conn.execute(
+                wq.RESOLVE_CONFLICT,
+                {
+                    "memory_id": item.memory_id,
+                    "other_id": other_id,
+                    "decision": judgement.decision,
+                    "content": judgement.merged if judgement.decision == "merge" else None,
+                    "labels": Jsonb(judgement.labels) if judgement.labels else None,
+                },
+            ).fetchone()
+            assert row is not None
+            actions.append({**row, "decision": judgement.decision})
+        return {"actions": actions}
 
     def _decide_merge(self, item: _Merge, stored_text: str, new_text: str) -> None:
         """Which row to keep, and its new text if the merge wrote one."""
@@ -689,7 +790,7 @@ class Worker:
             else:
                 item.vector = vectors[0]
 
-    def _check_budget(self, item: _Turn | _Merge, doing: str) -> bool:
+    def _check_budget(self, item: _Prepared, doing: str) -> bool:
         """Marks a job that ran over its budget failed; True when it did."""
         if item.error is None and item.spent > self.job_timeout:
             item.error = JobTimeout(
@@ -719,6 +820,8 @@ class Worker:
                 agent_id=job["agent_id"],
                 metadata=metadata,
                 valid_from=payload.get("occurred_at"),
+                confidence=payload.get("confidence"),
+                expires_at=payload.get("expires_at"),
             )
             for row in ingest.remember(conn, job["subject"], batch):
                 planned = turn.planned[row.pop("item") - 1]

@@ -226,6 +226,9 @@ class PgmemStore(BaseStore):
             subject,
             infer=False,
             metadata={KEYS: [key], VALUES: {key: stored}},
+            # Items are the graph's own key-value state: putting one never retires
+            # another key's item as a contradiction.
+            check_conflicts=False,
             conn=conn,
         )[0]
         if result["action"] == "rejected":

@@ -39,3 +39,12 @@ SET_EMBEDDING: Final = (
 SET_STATEMENT_TIMEOUT: Final = (
     "select pg_catalog.set_config('statement_timeout', %(timeout)s, true)"
 )
+# Which row a merge without an LLM keeps: the newer, if the confidence rule lets it.
+MERGE_KEEPER: Final = (
+    "select pgmem.merge_keeper(%(stored_id)s::bigint, %(new_id)s::bigint) as keep_id"
+)
+RESOLVE_CONFLICT: Final = """
+select r.action, r.memory_id, r.other_id
+from pgmem.resolve_conflict(%(memory_id)s::bigint, %(other_id)s::bigint, %(decision)s::text,
+                            %(content)s::text, null::real[], %(labels)s::jsonb) as r
+"""

@@ -12,10 +12,19 @@
 --        other object, but older (valid_from) than
 --        the active fact: a late arrival           → 'outdated' (stored already
 --                                                    superseded by the newer one)
+--   3b. an active fact it contradicts (13_conflict.sql: pgmem.contradiction
+--       on its close neighbours), checked before duplicates:
+--        older and no more sure than the new one   → 'superseded' (as in 3)
+--        newer than the new fact                    → 'outdated' (as in 3)
+--        surer, and the new fact not sure enough
+--        (pgmem._may_supersede)                     → 'disputed' (stored as
+--                                                    history, superseded by it)
 --   4. cosine similarity ≥ settings.duplicate_threshold → 'deduplicated'
 --   5. cosine similarity ≥ settings.merge_threshold     → 'merge_pending'
 --      (inserted, and a 'merge' job for the worker in pgmem.inbox)
 --   6. otherwise                                    → 'inserted'
+--      (and with settings.judge_conflicts, a 'judge' job for the worker's
+--      LLM when neighbours within conflict_threshold are left undecided)
 -- Secrets and personal data are redacted (pgmem.redact) before any of this,
 -- so two facts that differ only in a phone number are the same fact.
 -- Every change writes a pgmem.memory_events row. Similarity is checked by
@@ -191,6 +200,13 @@ $$;
 comment on function pgmem._write_details(text[], text) is
     'The details every write event of a fact carries: the kinds of redacted data and the agent (internal).';
 
+-- Before issue 10 it had no confidence and expiry, then no p_check_conflicts.
+drop function if exists pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real,
+                                               text, text, text, text, text, text, jsonb, timestamptz, timestamptz);
+drop function if exists pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real,
+                                               text, text, text, text, text, text, jsonb, timestamptz, timestamptz,
+                                               real, timestamptz);
+
 create or replace function pgmem._remember_decide(
     p_tenant text,
     p_settings pgmem.settings,
@@ -208,7 +224,11 @@ create or replace function pgmem._remember_decide(
     p_source text,
     p_metadata jsonb,
     p_valid_from timestamptz,
-    p_now timestamptz
+    p_now timestamptz,
+    p_confidence real,
+    p_expires_at timestamptz,
+    -- false: an explicit key-value write (remember_many's check_conflicts key)
+    p_check_conflicts boolean default true
 )
 returns table(action text, memory_id bigint, related_id bigint, similarity real)
 language plpgsql
@@ -237,6 +257,10 @@ declare
     v_ann boolean;
     v_subject_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_subject));
     v_predicate_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_predicate));
+    v_conflict record;
+    v_replace bigint[] := '{}';
+    v_rules jsonb := '{}';
+    v_judge bigint[] := '{}';
 begin
     -- 2. The same fact in other words is the same fact: reinforce it.
     select m.memory_id into v_id
@@ -305,6 +329,73 @@ begin
         end if;
     end if;
 
+    -- 3b. Contradictions (13_conflict.sql), before duplicates: a near-duplicate
+    -- that contradicts an active fact is never absorbed by it.
+    if v_id is null and (action is null or action = 'superseded') and p_check_conflicts then
+        for v_conflict in
+            select c.*
+            from pgmem._conflicts(p_tenant, p_settings, p_subject, p_content, p_embedding, p_valid_from) as c
+        loop
+            if v_conflict.rule is null then
+                -- Undecided by the rules; above merge_threshold the merge job reads both.
+                if v_conflict.similarity < p_settings.merge_threshold then
+                    v_judge := v_judge || v_conflict.memory_id;
+                end if;
+            elsif action is not null then
+                -- Its triple superseded already: the other facts it contradicts go too.
+                if v_conflict.valid_from <= p_valid_from
+                   and pgmem._may_supersede(p_settings, v_conflict.confidence, p_confidence) then
+                    v_replace := v_replace || v_conflict.memory_id;
+                end if;
+            elsif v_conflict.valid_from > p_valid_from then
+                if v_newer_id is null or v_conflict.valid_from < v_newer_from then
+                    v_newer_id := v_conflict.memory_id;
+                    v_newer_from := v_conflict.valid_from;
+                    related_id := v_conflict.memory_id;
+                    similarity := v_conflict.similarity;
+                end if;
+            elsif not pgmem._may_supersede(p_settings, v_conflict.confidence, p_confidence) then
+                if v_newer_id is null then
+                    v_newer_id := v_conflict.memory_id;
+                    v_newer_from := p_valid_from;  -- history from the start: never believed
+                    related_id := v_conflict.memory_id;
+                    similarity := v_conflict.similarity;
+                end if;
+            else
+                v_replace := v_replace || v_conflict.memory_id;
+            end if;
+            if v_conflict.rule is not null then
+                v_rules := v_rules || pg_catalog.jsonb_build_object(v_conflict.memory_id::text, v_conflict.rule);
+            end if;
+            if action is null and v_conflict.rule is not null and v_newer_id is null and related_id is null then
+                related_id := v_conflict.memory_id;
+                similarity := v_conflict.similarity;
+            end if;
+        end loop;
+        if action is null and v_newer_id is not null then
+            -- A newer contradicting fact makes the new one history; a surer
+            -- one makes it disputed history. Either way nothing is replaced.
+            action := case when v_newer_from > p_valid_from then 'outdated' else 'disputed' end;
+        elsif pg_catalog.cardinality(v_replace) > 0 then
+            with closed as (
+                update pgmem.memories as m
+                set status = 'superseded',
+                    valid_to = greatest(m.valid_from, p_valid_from),
+                    status_changed_at = p_now,
+                    updated_at = p_now
+                where m.tenant_id = p_tenant and m.memory_id = any (v_replace) and m.status = 'active'
+                returning m.memory_id
+            )
+            select coalesce(v_superseded, '{}') || pg_catalog.array_agg(c.memory_id order by c.memory_id desc)
+            into v_superseded
+            from closed as c;
+            action := pgmem._write_action(p_settings, false, 'other', null);
+        elsif action is null then
+            related_id := null;
+            similarity := null;
+        end if;
+    end if;
+
     -- 4./5. Nearest active memory of the subject by cosine similarity (exact:
     -- the OFFSET 0 fence keeps the planner off the tenant-wide HNSW index).
     if v_id is null and action is null and p_embedding is not null then
@@ -341,6 +432,8 @@ begin
         set access_count = m.access_count + 1,
             last_accessed_at = greatest(m.last_accessed_at, p_now),
             importance = greatest(m.importance, p_importance),
+            -- Said again: as sure as the surer of the two sayings.
+            confidence = greatest(m.confidence, p_confidence),
             embedding = coalesce(m.embedding, p_embedding),
             updated_at = p_now
         where m.tenant_id = p_tenant and m.memory_id = v_id;
@@ -363,14 +456,14 @@ begin
     -- first: Citus plans no subquery inside INSERT … VALUES.
     select s.ann into v_ann from pgmem.subjects as s where s.tenant_id = p_tenant and s.subject = p_subject;
     insert into pgmem.memories as m (tenant_id, subject, agent_id, session_id, kind, content, embedding, importance,
-                                     source, triple_subject, triple_predicate, triple_object, valid_from,
-                                     valid_to, status, status_changed_at, last_accessed_at, metadata, created_at,
-                                     updated_at, ann)
+                                     confidence, source, triple_subject, triple_predicate, triple_object,
+                                     valid_from, valid_to, status, status_changed_at, last_accessed_at,
+                                     expires_at, metadata, created_at, updated_at, ann)
     values (p_tenant, p_subject, p_agent_id, p_session_id, p_kind, p_content, p_embedding, p_importance,
-            p_source, pg_catalog.btrim(p_triple_subject), pg_catalog.btrim(p_triple_predicate),
+            p_confidence, p_source, pg_catalog.btrim(p_triple_subject), pg_catalog.btrim(p_triple_predicate),
             pg_catalog.btrim(p_triple_object), p_valid_from,
             v_newer_from, case when v_newer_id is null then 'active' else 'superseded' end,
-            p_now, p_now, p_metadata, p_now, p_now, v_ann)
+            p_now, p_now, p_expires_at, p_metadata, p_now, p_now, v_ann)
     returning m.memory_id into v_new_id;
     action := coalesce(action, 'inserted');
     memory_id := v_new_id;
@@ -379,23 +472,30 @@ begin
     values (p_tenant, v_new_id, p_subject, 'insert', p_content,
             v_details || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
                 'action', action, 'related_id', related_id, 'similarity', similarity,
-                'supersedes', pg_catalog.to_jsonb(v_superseded))),
+                'supersedes', pg_catalog.to_jsonb(v_superseded), 'conflicts', nullif(v_rules, '{}'))),
             p_now);
 
-    if action = 'outdated' then
+    if action in ('outdated', 'disputed') then
         insert into pgmem.memory_links (tenant_id, from_id, to_id, link_type, created_at)
         values (p_tenant, v_newer_id, v_new_id, 'supersedes', p_now);
         insert into pgmem.memory_events (tenant_id, memory_id, subject, event, old_content, new_content, details,
                                          created_at)
-        values (p_tenant, v_new_id, p_subject, 'supersede', p_content, null,
-                v_details || pg_catalog.jsonb_build_object('superseded_by', v_newer_id, 'late', true), p_now);
+        values (p_tenant, v_new_id, p_subject, case when action = 'outdated' then 'supersede' else 'conflict' end,
+                p_content, null,
+                v_details || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                    'superseded_by', v_newer_id, 'late', case when action = 'outdated' then true end,
+                    'reason', case when action = 'disputed' then 'low_confidence' end,
+                    'rule', v_rules ->> v_newer_id::text)),
+                p_now);
     elsif action = 'superseded' then
         insert into pgmem.memory_links (tenant_id, from_id, to_id, link_type, created_at)
         select p_tenant, v_new_id, o.id, 'supersedes', p_now from pg_catalog.unnest(v_superseded) as o(id);
         insert into pgmem.memory_events (tenant_id, memory_id, subject, event, old_content, new_content, details,
                                          created_at)
         select p_tenant, m.memory_id, p_subject, 'supersede', m.content, p_content,
-               v_details || pg_catalog.jsonb_build_object('superseded_by', v_new_id), p_now
+               v_details || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                   'superseded_by', v_new_id, 'rule', v_rules ->> m.memory_id::text)),
+               p_now
         from pgmem.memories as m
         where m.tenant_id = p_tenant and m.memory_id = any (v_superseded);
     elsif action = 'merge_pending' then
@@ -411,12 +511,16 @@ begin
         -- One more active row: the subject may have crossed exact_scan_limit.
         perform pgmem._ann_subjects(p_tenant, p_settings, array[p_subject]);
     end if;
+    if action in ('inserted', 'superseded') and p_settings.judge_conflicts and pg_catalog.cardinality(v_judge) > 0 then
+        perform pgmem._queue_judge(p_tenant, p_subject, p_session_id, p_agent_id, v_new_id, v_judge, p_now);
+    end if;
     return next;
 end
 $$;
 
 comment on function pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real, text,
-                                            text, text, text, text, text, jsonb, timestamptz, timestamptz) is
+                                            text, text, text, text, text, jsonb, timestamptz, timestamptz, real,
+                                            timestamptz, boolean) is
     'Core of pgmem.remember for checked, redacted input whose subject is locked: reinforce, supersede, deduplicate, insert for merge or insert, with events (internal).';
 
 create or replace function pgmem._reject(
@@ -452,6 +556,10 @@ $$;
 comment on function pgmem._reject(text, text, text[], text[], text, timestamptz) is
     'Writes the reject events of rejected (prompt-injection) contents: rule, byte size and SHA-256, never the text (internal).';
 
+-- Before issue 10 it had no p_confidence and p_expires_at.
+drop function if exists pgmem.remember(text, text, real[], text, double precision, text, text, text, text, text, text,
+                                       jsonb, timestamptz, timestamptz);
+
 create or replace function pgmem.remember(
     p_subject text,
     p_content text,
@@ -467,7 +575,9 @@ create or replace function pgmem.remember(
     p_source text default 'sql',
     p_metadata jsonb default '{}',
     p_valid_from timestamptz default null,
-    p_now timestamptz default null
+    p_now timestamptz default null,
+    p_confidence double precision default null,
+    p_expires_at timestamptz default null
 )
 returns table(action text, memory_id bigint, related_id bigint, similarity real)
 language plpgsql
@@ -500,6 +610,7 @@ begin
     perform pgmem._check_memory_input(null, v_settings, p_subject, p_content, p_kind, p_importance, v_dims, v_finite,
                                       v_norm, p_triple_subject, p_triple_predicate, p_triple_object, p_source,
                                       p_metadata);
+    perform pgmem._check_truth_input(null, p_confidence, p_expires_at, coalesce(p_valid_from, v_now));
     v_rule := pgmem.detect_injection(p_content);
     perform pgmem._lock_subjects(v_tenant, array[p_subject], v_now);
     if v_rule is not null then
@@ -519,11 +630,15 @@ begin
                                     p_embedding::public.vector, p_kind,
                                     coalesce(p_importance::real, v_settings.default_importance),
                                     p_triple_subject, p_triple_predicate, v_object, p_session_id, p_agent_id,
-                                    p_source, p_metadata, coalesce(p_valid_from, v_now), v_now) as d;
+                                    p_source, p_metadata, coalesce(p_valid_from, v_now), v_now,
+                                    coalesce(p_confidence::real, pgmem._default_confidence(v_settings, p_source)),
+                                    coalesce(p_expires_at,
+                                             pgmem._default_expiry(v_settings, p_kind, coalesce(p_valid_from, v_now))))
+                 as d;
 end
 $$;
 
 comment on function pgmem.remember(text, text, real[], text, double precision, text, text, text, text, text, text,
-                                   jsonb, timestamptz, timestamptz) is
-    'Stores a fact about p_subject and says what it did: rejected (prompt injection), reinforced (already known), superseded (same subject+predicate, new object; old row kept for history), outdated (an older fact for a key whose current fact is newer: stored as history), deduplicated (cosine >= settings.duplicate_threshold), merge_pending (>= merge_threshold: inserted, merge job queued) or inserted. Secrets are redacted first. p_embedding: real[] or vector of settings.embedding_dims, NULL for text only. Errors PM010-PM020.';
+                                   jsonb, timestamptz, timestamptz, double precision, timestamptz) is
+    'Stores a fact about p_subject and says what it did: rejected (prompt injection), reinforced (already known), superseded (same subject+predicate, new object; old row kept for history), outdated (an older fact for a key whose current fact is newer: stored as history), deduplicated (cosine >= settings.duplicate_threshold), merge_pending (>= merge_threshold: inserted, merge job queued) or inserted. Secrets are redacted first. p_embedding: real[] or vector of settings.embedding_dims, NULL for text only. p_confidence (0..1) defaults by source (rule settings.confidence_rule, llm confidence_llm, else 1); p_expires_at defaults to valid_from + settings.ttl_<kind> (none for preferences). Errors PM010-PM020, PM026, PM027.';
 

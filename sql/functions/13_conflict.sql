@@ -1,0 +1,624 @@
+-- Memory that stays true (issue 10): the confidence and the lifetime a fact
+-- is stored with, and the contradiction check pgmem.remember runs on a new
+-- fact's close neighbours before it looks for duplicates (12_remember.sql).
+--
+-- Confidence. A caller may say how sure its source is (p_confidence, the
+-- confidence key of remember_many and enqueue); without one, rule
+-- extraction gets settings.confidence_rule (0.85), an LLM fact without its
+-- own rating settings.confidence_llm (0.7), and sql, manual and import
+-- writes 1. The supersession rule (pgmem._may_supersede): a newer fact that
+-- contradicts an active one replaces it when it is at least as confident as
+-- the old fact, or confident in itself (>= settings.supersede_confidence,
+-- 0.7). Otherwise the hesitant fact is kept as history ('disputed': stored
+-- superseded by the fact it contradicts, a 'conflict' event says why), so a
+-- low-confidence fact never overturns a high-confidence one until a newer,
+-- confident statement does.
+--
+-- Expiry. p_expires_at, or valid_from + settings.ttl_<kind> (NULL by
+-- default: nothing expires). Preferences have no TTL setting: a preference
+-- never expires unless the caller says so. The archive job archives expired
+-- facts (30_lifecycle.sql) and recall ignores them already.
+
+create or replace function pgmem._default_confidence(p_settings pgmem.settings, p_source text)
+returns real
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select case p_source when 'rule' then p_settings.confidence_rule
+                         when 'llm' then p_settings.confidence_llm
+                         else 1::real end
+$$;
+
+comment on function pgmem._default_confidence(pgmem.settings, text) is
+    'The confidence of a fact whose writer gave none: settings.confidence_rule for rule extraction, confidence_llm for an LLM fact without a self-rating, 1 for sql, manual and import (internal).';
+
+create or replace function pgmem._default_expiry(p_settings pgmem.settings, p_kind text, p_valid_from timestamptz)
+returns timestamptz
+language sql
+stable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The settings column ttl_<kind>; there is none for preferences, so
+    -- they never expire by default. Stable, not immutable: interval text
+    -- depends on IntervalStyle (as pgmem._half_lives).
+    select p_valid_from + (pg_catalog.to_jsonb(p_settings) ->> ('ttl_' || p_kind))::interval
+$$;
+
+comment on function pgmem._default_expiry(pgmem.settings, text, timestamptz) is
+    'When a fact of p_kind that became true at p_valid_from expires if its writer gave no expiry: valid_from + settings.ttl_<kind>, NULL when that setting is NULL or absent (preferences) (internal).';
+
+create or replace function pgmem._may_supersede(p_settings pgmem.settings, p_old_confidence real, p_new_confidence real)
+returns boolean
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The confidence rule: as sure as the old fact, or sure enough by itself.
+    select p_new_confidence >= least(p_old_confidence, p_settings.supersede_confidence)
+$$;
+
+comment on function pgmem._may_supersede(pgmem.settings, real, real) is
+    'Whether a newer fact with confidence p_new_confidence may replace a contradicting active fact with p_old_confidence: new >= least(old, settings.supersede_confidence) (internal; the rule of 13_conflict.sql).';
+
+-- Contradictions without triples. A new fact's close neighbours among the
+-- subject's active memories (cosine >= settings.conflict_threshold, or a
+-- shared term, or the same one-valued attribute) are compared with it by
+-- bilingual rules, pgmem.contradiction(old, new), one of:
+--   'number'   the same words around other numbers, of a quantity (age,
+--              budget, weight…) or said as a change:
+--              "I am 30" / "I am 31", "我今年30岁" / "我今年31岁"
+--   'negation' the same statement with the other polarity: "likes coffee" /
+--              "no longer likes coffee", "我喜欢咖啡" / "我不喜欢咖啡了"
+--   'antonym'  the same statement with one word of an antonym pair swapped:
+--              "likes dark mode" / "now prefers light mode", 深色 / 浅色
+--   'change'   a change marker (moved to, switched to, now, 搬到, 改成, 换成…)
+--              and the same one-valued attribute (where one lives, works)
+--              with another value: "lives in Hangzhou" / "moved to
+--              Shanghai", "我住在杭州" / "我搬到上海了"
+-- The words are data, in pgmem.conflict_vocabulary(), the one source.
+-- Neighbours within conflict_threshold that no rule decides are left to the
+-- worker's LLM judge (a 'judge' job), whose decision pgmem.resolve_conflict
+-- applies. A rule hit is decided at once, under the subject's lock, before
+-- the duplicate check: a contradicting near-duplicate is never absorbed.
+
+create or replace function pgmem.conflict_vocabulary()
+returns table(category text, name text, pattern text, partner text)
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Patterns are PostgreSQL regular expressions matched against lower-cased
+    -- text (\m, \M: word boundaries; Chinese has none, so its words stand alone).
+    values
+        -- A statement of the other polarity. "n't" is spelled "not" first.
+        ('negation', 'en', '\m(not|never|no longer|anymore|stopped|quit|gave up)\M', null::text),
+        ('negation', 'zh', '不|没有|没|别再|戒了', null),
+        -- A new value for something said before.
+        ('change', 'en', '\m(no longer|now|nowadays|these days|switched to|switched|moved to|moved|'
+                         'relocated to|changed to|instead|from now on)\M', null),
+        ('change', 'zh', '不再|改成|改为|换成|换了|搬到|搬去|搬家到|搬家|跳槽到|跳槽|现在|如今|从今以后', null),
+        -- One-valued attributes: a change of value replaces the old one.
+        ('attribute', 'residence', '\m(lives?|living|lived|resides?|residing) in\M|\mmoved to\M|\mrelocated to\M'
+                                   '|住在|住|搬到|搬去|搬家到|搬家|定居|家在', null),
+        ('attribute', 'employer', '\mworks? (at|for)\M|\mworking (at|for)\M|\mjoined\M|\memployed (at|by)\M'
+                                  -- 在<employer>工作: the words around the name, not the name
+                                  '|在(?=\S{1,12}(工作|上班))|(?<=在\S{1,12})(工作|上班)|入职|跳槽到', null),
+        -- Quantities a person has one of at a time: another number replaces it
+        -- ("fact number 3" and "fact number 6" are two facts, "30 years old"
+        -- and "31 years old" one).
+        ('quantity', 'en', '\m(age[ds]?|aged|years? old|birthday|born|budget|salary|income|rent|weight|weighs|'
+                           'height|tall|kg|lbs|pounds|cm|price|costs?|paid|pays|owes?|wakes? up|bedtime|'
+                           'phone number|room number|floor)\M', null),
+        ('quantity', 'zh', '岁|年龄|生日|出生|预算|工资|月薪|年薪|收入|房租|体重|身高|公斤|斤|厘米|米|价格|多少钱|元|块|'
+                           '起床|睡觉|号码|楼', null),
+        -- Antonym pairs: one of them in each fact, the rest alike.
+        ('antonym', 'theme', '\mdark\M', '\mlight\M'),
+        ('antonym', '主题', '深色|暗色|黑色', '浅色|亮色|白色'),
+        ('antonym', 'temperature', '\m(hot|warm)\M', '\m(cold|cool|iced)\M'),
+        ('antonym', '温度', '热|温', '冷|冰'),
+        ('antonym', 'time of day', '\m(early|morning)\M', '\m(late|night|evening)\M'),
+        ('antonym', '早晚', '早起|早上|早晨', '晚睡|晚上|熬夜|夜里'),
+        ('antonym', 'length', '\m(short|brief|concise)\M', '\m(long|detailed|lengthy)\M'),
+        ('antonym', '长短', '简短|简洁|简单', '详细|详尽'),
+        ('antonym', 'tone', '\mformal\M', '\m(casual|informal)\M'),
+        ('antonym', '语气', '正式', '随意|轻松'),
+        ('antonym', 'units', '\mmetric\M', '\mimperial\M'),
+        ('antonym', 'scale', '\mcelsius\M', '\mfahrenheit\M'),
+        ('antonym', 'marital', '\mmarried\M', '\m(single|divorced)\M'),
+        ('antonym', '婚姻', '已婚|结婚了', '单身|离婚'),
+        ('antonym', 'sweetness', '\msweet\M', '\m(savory|savoury|salty)\M'),
+        ('antonym', '口味', '甜', '咸|辣'),
+        ('antonym', 'mind', '\mintrovert(ed)?\M', '\mextrovert(ed)?\M'),
+        ('antonym', '性格', '内向', '外向')
+$$;
+
+comment on function pgmem.conflict_vocabulary() is
+    'The words of the offline contradiction rules, the one source: negation markers, change markers, one-valued attributes, quantities and antonym pairs (category, name, pattern, partner), as PostgreSQL regular expressions over lower-cased text, English and Chinese.';
+
+create or replace function pgmem._conflict_text(p_text text)
+returns text
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Lower case, "don't"/"can’t" as "do not"/"can not", and dislike/hate as
+    -- "not like" (讨厌 as 不喜欢): polarity has one spelling per language.
+    select pg_catalog.regexp_replace(pg_catalog.regexp_replace(pg_catalog.regexp_replace(
+               pg_catalog.replace(pg_catalog.lower(p_text), '’', ''''),
+               'n''t\M', ' not', 'g'),
+               '\m(dislike[sd]?|disliking|hate[sd]?|hating|detest[sd]?|can not stand)\M', 'not like', 'g'),
+               '讨厌|不爱', '不喜欢', 'g')
+$$;
+
+comment on function pgmem._conflict_text(text) is
+    'A fact as the contradiction rules read it: lower case, contractions and dislike words spelled as a negation of like (internal).';
+
+create or replace function pgmem._conflict_terms(p_text text, p_drop text[] default '{}')
+returns text[]
+language plpgsql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_text text := pgmem._conflict_text(p_text);
+    v_pattern text;
+begin
+    -- What a fact says once its polarity, change markers and the words in
+    -- p_drop (patterns) are taken out: the terms recall would match
+    -- (pgmem._tsv: English stems, CJK bigrams), with liking spelled one way
+    -- and the speaker left out. Each removed part becomes a space, so both
+    -- facts of a pair are cut at the same places.
+    foreach v_pattern in array p_drop || array(
+        -- change first: 不再 is a change marker before 不 is a negation
+        select v.pattern from pgmem.conflict_vocabulary() as v where v.category in ('negation', 'change')
+        order by v.category)
+    loop
+        v_text := pg_catalog.regexp_replace(v_text, v_pattern, ' ', 'g');
+    end loop;
+    v_text := pg_catalog.regexp_replace(v_text,
+                  '\m(prefers?|preferred|preferring|loves?|loved|loving|enjoys?|enjoyed|enjoying|likes?|liked'
+                  '|liking|wants?|wanted|fond of|favou?rites?|is into|into)\M', ' like ', 'g');
+    v_text := pg_catalog.regexp_replace(v_text, '更喜欢|最喜欢|喜欢|偏好|更爱|最爱|爱', ' 喜欢 ', 'g');
+    v_text := pg_catalog.regexp_replace(v_text,
+                  '\m(the user|user|i|i''m|im|me|my|mine|he|she|they|his|her|their|them)\M', ' ', 'g');
+    v_text := pg_catalog.regexp_replace(v_text, '我们|我的|我|他们|她们|他|她|用户|把|了|吧|呢|啊|呀|哦|的', ' ', 'g');
+    return coalesce(pg_catalog.tsvector_to_array(pgmem._tsv(v_text)), '{}');
+end
+$$;
+
+comment on function pgmem._conflict_terms(text, text[]) is
+    'The terms of a fact without its polarity, change markers, speaker and the patterns in p_drop, liking spelled one way: what two facts must share to contradict each other (internal).';
+
+-- Before it took the smallest set that may count as the same statement, it had two arguments.
+drop function if exists pgmem._terms_alike(text[], text[]);
+
+create or replace function pgmem._terms_alike(p_a text[], p_b text[], p_min integer)
+returns boolean
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The same statement: the same terms, or one within the other with at
+    -- least p_min terms and at most two more. "drinks coffee" and "no longer
+    -- drinks coffee every day" are about one thing; "drinks tea every morning"
+    -- and "no longer drinks coffee every morning" about two, and "Thanks!" is
+    -- within too many long sentences to contradict any of them.
+    select pg_catalog.cardinality(p_a) > 0 and pg_catalog.cardinality(p_b) > 0
+           and (p_a @> p_b and p_b @> p_a
+                or (least(pg_catalog.cardinality(p_a), pg_catalog.cardinality(p_b)) >= p_min
+                    and pg_catalog.abs(pg_catalog.cardinality(p_a) - pg_catalog.cardinality(p_b)) <= 2
+                    and (p_a <@ p_b or p_b <@ p_a)))
+$$;
+
+comment on function pgmem._terms_alike(text[], text[], integer) is
+    'Whether two term sets say the same thing: equal, or one within the other with at least p_min terms and at most two more (internal).';
+
+create or replace function pgmem.contradiction(p_old text, p_new text)
+returns text
+language plpgsql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_old text := pgmem._conflict_text(p_old);
+    v_new text := pgmem._conflict_text(p_new);
+    v_old_terms text[];
+    v_new_terms text[];
+    v_old_negative boolean;
+    v_new_negative boolean;
+    v_rule record;
+    v_number constant text := '[0-9]+([.:/-][0-9]+)*';
+    v_negation text;
+    v_change text;
+    v_new_change boolean;
+begin
+    if p_old is null or p_new is null or pgmem._normalize(p_old) = pgmem._normalize(p_new) then
+        return null;
+    end if;
+    select pg_catalog.string_agg(v.pattern, '|') filter (where v.category = 'negation'),
+           pg_catalog.string_agg(v.pattern, '|') filter (where v.category = 'change')
+    into v_negation, v_change
+    from pgmem.conflict_vocabulary() as v;
+    v_old_negative := v_old ~ v_negation;
+    v_new_negative := v_new ~ v_negation;
+    v_new_change := v_new ~ v_change;
+    -- Most pairs carry nothing any rule looks for: a few matches decide that.
+    if v_old_negative = v_new_negative and not v_new_change and not (v_old ~ '[0-9]' and v_new ~ '[0-9]')
+       and not exists (select from pgmem.conflict_vocabulary() as v
+                       where v.category = 'antonym' and (v_new ~ v.pattern or v_new ~ v.partner)) then
+        return null;
+    end if;
+    v_old_terms := pgmem._conflict_terms(p_old);
+    v_new_terms := pgmem._conflict_terms(p_new);
+
+    -- number: the same words around other numbers, of a quantity or said as a change.
+    if v_old ~ '[0-9]' and v_new ~ '[0-9]'
+       and exists (select from pgmem.conflict_vocabulary() as v
+                   where (v.category = 'quantity' and v_new ~ v.pattern)
+                      or (v.category = 'change' and v_new ~ v.pattern))
+       and pg_catalog.array_to_string(v_old_terms, ' ') is distinct from pg_catalog.array_to_string(v_new_terms, ' ')
+       and array(select pg_catalog.regexp_replace(t, v_number, '#', 'g') from pg_catalog.unnest(v_old_terms) as t
+                 order by 1)
+           = array(select pg_catalog.regexp_replace(t, v_number, '#', 'g') from pg_catalog.unnest(v_new_terms) as t
+                   order by 1) then
+        return 'number';
+    end if;
+
+    -- negation: the same statement, the other polarity.
+    if v_old_negative <> v_new_negative and pgmem._terms_alike(v_old_terms, v_new_terms, 2) then
+        return 'negation';
+    end if;
+
+    -- antonym: one word of a pair in each fact, the rest alike, same polarity.
+    if v_old_negative = v_new_negative then
+        for v_rule in
+            select v.pattern, v.partner from pgmem.conflict_vocabulary() as v
+            where v.category = 'antonym'
+              and ((v_old ~ v.pattern and v_new ~ v.partner and not v_old ~ v.partner and not v_new ~ v.pattern)
+                   or (v_old ~ v.partner and v_new ~ v.pattern and not v_old ~ v.pattern and not v_new ~ v.partner))
+        loop
+            if pgmem._terms_alike(pgmem._conflict_terms(p_old, array[v_rule.pattern, v_rule.partner]),
+                                  pgmem._conflict_terms(p_new, array[v_rule.pattern, v_rule.partner]), 1) then
+                return 'antonym';
+            end if;
+        end loop;
+    end if;
+
+    -- change: a change marker, and another value of the same one-valued attribute.
+    if v_new_change then
+        for v_rule in
+            select v.pattern from pgmem.conflict_vocabulary() as v
+            where v.category = 'attribute' and v_old ~ v.pattern and v_new ~ v.pattern
+        loop
+            v_old_terms := pgmem._conflict_terms(p_old, array[v_rule.pattern]);
+            v_new_terms := pgmem._conflict_terms(p_new, array[v_rule.pattern]);
+            if pg_catalog.cardinality(v_old_terms) > 0 and pg_catalog.cardinality(v_new_terms) > 0
+               and not (v_old_terms <@ v_new_terms or v_new_terms <@ v_old_terms) then
+                return 'change';
+            end if;
+        end loop;
+    end if;
+    return null;
+end
+$$;
+
+comment on function pgmem.contradiction(text, text) is
+    'Whether p_new contradicts p_old by the offline rules, and by which: number, negation, antonym or change (see sql/functions/13_conflict.sql and pgmem.conflict_vocabulary()); NULL when no rule says so. E.g. pgmem.contradiction(''User likes dark mode'', ''User now prefers light mode'') = ''antonym''.';
+
+-- Before it read the pair in time order it had no p_valid_from.
+drop function if exists pgmem._conflicts(text, pgmem.settings, text, text, public.vector);
+
+create or replace function pgmem._conflicts(
+    p_tenant text,
+    p_settings pgmem.settings,
+    p_subject text,
+    p_content text,
+    p_embedding public.vector,
+    p_valid_from timestamptz
+)
+returns table(memory_id bigint, rule text, similarity real, valid_from timestamptz, confidence real)
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+set jit = off
+as $$
+#variable_conflict use_column
+declare
+    v_text text := pgmem._conflict_text(p_content);
+    v_terms tsquery;
+    v_attributes text;
+begin
+    -- Close neighbours of a new fact among the subject's active memories,
+    -- each with the rule it breaks (NULL: none, a question for the judge):
+    -- within conflict_threshold by cosine, sharing a term (the terms of
+    -- pgmem._conflict_terms: "likes dark mode" and "prefers light mode"
+    -- share "mode"), or speaking of the same one-valued attribute ("lives
+    -- in Hangzhou", "moved to Shanghai"). An exact scan of one subject, as
+    -- remember's own (a subject holds at most capacity_per_subject rows);
+    -- the rules run on the 16 nearest candidates only.
+    select pg_catalog.to_tsquery('pg_catalog.simple'::regconfig,
+                                 pg_catalog.string_agg(pg_catalog.quote_literal(t.term), ' | '))
+    into v_terms
+    from pg_catalog.unnest(pgmem._conflict_terms(p_content)) as t(term)
+    having pg_catalog.count(*) > 0;
+    select pg_catalog.string_agg('(' || v.pattern || ')', '|') into v_attributes
+    from pgmem.conflict_vocabulary() as v where v.category = 'attribute' and v_text ~ v.pattern;
+    return query
+        -- The rules read the two statements in the order they became true.
+        select c.memory_id,
+               case when c.valid_from > p_valid_from then pgmem.contradiction(p_content, c.content)
+                    else pgmem.contradiction(c.content, p_content) end,
+               c.similarity, c.valid_from, c.confidence
+        from (select m.memory_id, m.content, m.valid_from, m.confidence,
+                     (1 - (m.embedding OPERATOR(public.<=>) p_embedding))::real as similarity, m.fts
+              from pgmem.memories as m
+              where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
+              offset 0) as c
+        where (c.similarity >= p_settings.conflict_threshold and c.similarity <> 'NaN'::real)
+           or c.fts @@ v_terms
+           or (v_attributes is not null and pgmem._conflict_text(c.content) ~ v_attributes)
+        order by c.similarity desc nulls last, c.memory_id desc
+        limit 16;
+end
+$$;
+
+comment on function pgmem._conflicts(text, pgmem.settings, text, text, public.vector, timestamptz) is
+    'The close neighbours of a new fact among the subject''s active memories (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most 16, nearest first) and the contradiction rule each breaks, NULL for none (internal; the caller holds the subject''s lock).';
+
+create or replace function pgmem._queue_judge(
+    p_tenant text,
+    p_subject text,
+    p_session_id text,
+    p_agent_id text,
+    p_memory_id bigint,
+    p_related_ids bigint[],
+    p_now timestamptz
+)
+returns void
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- PL/pgSQL, not SQL: Citus plans no SQL-language function that passes
+    -- parameters to a distributed table (docs/scaling.md).
+    insert into pgmem.inbox (tenant_id, job, subject, session_id, agent_id, payload, available_at, created_at)
+    values (p_tenant, 'judge', p_subject, p_session_id, p_agent_id,
+            pg_catalog.jsonb_build_object('memory_id', p_memory_id, 'related_ids', pg_catalog.to_jsonb(p_related_ids)),
+            p_now, p_now);
+    perform pg_catalog.pg_notify('pgmem_inbox', '');  -- no tenant: any role may LISTEN
+end
+$$;
+
+comment on function pgmem._queue_judge(text, text, text, text, bigint, bigint[], timestamptz) is
+    'Queues a judge job: the worker''s LLM decides whether p_memory_id contradicts each of p_related_ids (close neighbours no rule decided) and pgmem.resolve_conflict applies it (internal).';
+
+-- Error codes of the conflict decisions:
+--   PM061  pgmem.resolve_conflict given an unknown decision
+-- (PM022 unknown memory id and PM060 one id twice or two subjects, as pgmem.merge.)
+create or replace function pgmem.resolve_conflict(
+    p_memory_id bigint,
+    p_other_id bigint,
+    p_decision text,
+    p_content text default null,
+    p_embedding real[] default null,
+    p_labels jsonb default null,
+    p_now timestamptz default null
+)
+returns table(action text, memory_id bigint, other_id bigint)
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+set jit = off
+as $$
+#variable_conflict use_column
+declare
+    v_tenant text := pgmem._require_tenant();
+    v_now timestamptz := coalesce(p_now, pg_catalog.now());
+    v_settings pgmem.settings;
+    v_subject text;
+    v_new pgmem.memories;
+    v_old pgmem.memories;
+    v_winner pgmem.memories;
+    v_loser pgmem.memories;
+    v_details jsonb;
+begin
+    memory_id := p_memory_id;
+    other_id := p_other_id;
+    if p_decision is null or p_decision not in ('replace', 'coexist', 'merge', 'keep') then
+        raise exception 'unknown conflict decision %', coalesce(pg_catalog.quote_literal(p_decision), 'NULL')
+            using errcode = 'PM061', hint = 'Use one of: replace, coexist, merge, keep.';
+    end if;
+    if p_memory_id is null or p_other_id is null or p_memory_id = p_other_id then
+        raise exception 'a conflict needs two different memory ids, not % and %',
+                        coalesce(p_memory_id::text, 'NULL'), coalesce(p_other_id::text, 'NULL')
+            using errcode = 'PM060';
+    end if;
+    if p_labels is not null and pg_catalog.jsonb_typeof(p_labels) <> 'object' then
+        raise exception 'p_labels must be a JSON object such as {"new": "since 2024", "old": "until 2024"}'
+            using errcode = 'PM061', hint = 'Pass NULL for no time labels.';
+    end if;
+    select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant;
+
+    -- The subject's lock first, as every write about a subject takes it: a
+    -- remember racing this decision waits, or is waited for, and then sees
+    -- the other's result (it never leaves two contradicting facts active).
+    select m.subject into v_subject from pgmem.memories as m
+    where m.tenant_id = v_tenant and m.memory_id = p_memory_id;
+    if not found then
+        raise exception 'tenant % has no memory %', v_tenant, p_memory_id using errcode = 'PM022';
+    end if;
+    perform pgmem._lock_subjects(v_tenant, array[v_subject], v_now);
+    select m.* into v_new from pgmem.memories as m
+    where m.tenant_id = v_tenant and m.memory_id = p_memory_id for no key update;
+    select m.* into v_old from pgmem.memories as m
+    where m.tenant_id = v_tenant and m.memory_id = p_other_id for no key update;
+    if v_old.memory_id is null then
+        raise exception 'tenant % has no memory %', v_tenant, p_other_id using errcode = 'PM022';
+    end if;
+    if v_old.subject <> v_new.subject then
+        raise exception 'memories % and % are about different subjects (% and %)',
+                        p_memory_id, p_other_id, v_new.subject, v_old.subject
+            using errcode = 'PM060', hint = 'Only facts about the same subject can contradict each other.';
+    end if;
+    -- Superseded, merged or archived since the job was queued: the question is moot.
+    if v_new.status <> 'active' or v_old.status <> 'active' then
+        action := 'skipped';
+        return next;
+        return;
+    end if;
+
+    if p_decision = 'merge' then
+        -- The newer fact is kept and takes the merged text (pgmem.merge).
+        if v_new.valid_from >= v_old.valid_from then
+            return query select r.action, r.keep_id, r.other_id
+                         from pgmem.merge(p_memory_id, p_other_id, p_content, p_embedding, v_now) as r;
+        else
+            return query select r.action, r.keep_id, r.other_id
+                         from pgmem.merge(p_other_id, p_memory_id, p_content, p_embedding, v_now) as r;
+        end if;
+        return;
+    end if;
+
+    if p_decision = 'coexist' then
+        -- Both stay true, each with its time label ("until 2024", "since 2024").
+        update pgmem.memories as m
+        set metadata = m.metadata || pg_catalog.jsonb_build_object('time_label', l.label),
+            updated_at = v_now
+        from (values (p_memory_id, p_labels ->> 'new'), (p_other_id, p_labels ->> 'old')) as l(id, label)
+        where m.tenant_id = v_tenant and m.memory_id = l.id and l.label is not null;
+        insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
+        values (v_tenant, p_memory_id, v_subject, 'conflict',
+                pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                    'decision', 'coexist', 'with', p_other_id, 'by', 'judge', 'time_label', p_labels ->> 'new')),
+                v_now),
+               (v_tenant, p_other_id, v_subject, 'conflict',
+                pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                    'decision', 'coexist', 'with', p_memory_id, 'by', 'judge', 'time_label', p_labels ->> 'old')),
+                v_now);
+        action := 'coexisted';
+        return next;
+        return;
+    end if;
+
+    -- replace: the newer fact wins if the confidence rule lets it; keep: the
+    -- older one stays the truth. The loser becomes history, valid until the
+    -- winner's valid_from, with a supersedes link from the winner.
+    if p_decision = 'replace' and v_new.valid_from >= v_old.valid_from
+       and pgmem._may_supersede(v_settings, v_old.confidence, v_new.confidence) then
+        v_winner := v_new;
+        v_loser := v_old;
+        action := 'superseded';
+    else
+        v_winner := v_old;
+        v_loser := v_new;
+        action := case when p_decision = 'keep' then 'kept'
+                       when v_new.valid_from < v_old.valid_from then 'outdated'
+                       else 'disputed' end;
+    end if;
+    update pgmem.memories as m
+    set status = 'superseded',
+        valid_to = greatest(m.valid_from, v_winner.valid_from),
+        status_changed_at = v_now,
+        updated_at = v_now
+    where m.tenant_id = v_tenant and m.memory_id = v_loser.memory_id;
+    insert into pgmem.memory_links (tenant_id, from_id, to_id, link_type, created_at)
+    values (v_tenant, v_winner.memory_id, v_loser.memory_id, 'supersedes', v_now)
+    on conflict do nothing;
+    v_details := pg_catalog.jsonb_build_object('decision', p_decision, 'by', 'judge',
+                                               'superseded_by', v_winner.memory_id);
+    insert into pgmem.memory_events (tenant_id, memory_id, subject, event, old_content, new_content, details,
+                                     created_at)
+    values (v_tenant, v_loser.memory_id, v_subject, 'supersede', v_loser.content, v_winner.content,
+            v_details || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                'reason', case when action = 'disputed' then 'low_confidence' end)),
+            v_now);
+    return next;
+end
+$$;
+
+comment on function pgmem.resolve_conflict(bigint, bigint, text, text, real[], jsonb, timestamptz) is
+    'Applies a judge''s decision on new fact p_memory_id against active fact p_other_id, under the subject''s lock: replace (the newer one supersedes the other if pgmem._may_supersede allows, else the new one is kept as disputed history), keep (the other stays, the new one becomes history), coexist (both active; p_labels {"new": …, "old": …} become metadata.time_label, conflict events) or merge (pgmem.merge, the newer kept, p_content/p_embedding its text). Returns superseded, kept, outdated, disputed, coexisted, merged, already_merged or skipped (either no longer active). PM022, PM060, PM061.';
+
+create or replace function pgmem._conflict_profile(
+    p_content text,
+    out terms text[],
+    out attributes text[],
+    out marked boolean,
+    out antonyms text[],
+    out digits boolean
+)
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- What pgmem.contradiction needs of one side of a pair, for remember_many
+    -- to find the pairs of a batch worth asking it about: two facts can only
+    -- contradict if they share a term or an attribute, and one is negated or
+    -- says "now", or both name an antonym pair, or both hold numbers of a
+    -- quantity. (The
+    -- change rule's markers are among the negation and change patterns.)
+    select pgmem._conflict_terms(p_content),
+           array(select v.name from pgmem.conflict_vocabulary() as v
+                 where v.category = 'attribute' and t.text ~ v.pattern),
+           exists (select from pgmem.conflict_vocabulary() as v
+                   where v.category in ('negation', 'change') and t.text ~ v.pattern),
+           array(select v.name from pgmem.conflict_vocabulary() as v
+                 where v.category = 'antonym' and (t.text ~ v.pattern or t.text ~ v.partner)),
+           t.text ~ '[0-9]' and exists (select from pgmem.conflict_vocabulary() as v
+                                        where v.category in ('quantity', 'change') and t.text ~ v.pattern)
+    from (select pgmem._conflict_text(p_content) as text) as t
+$$;
+
+comment on function pgmem._conflict_profile(text) is
+    'The features of a fact the contradiction rules look at (terms, one-valued attributes, a negation or change marker, antonym pairs named, numbers of a quantity): a cheap filter for pairs within a batch (internal).';
+
+create or replace function pgmem.merge_keeper(p_stored_id bigint, p_new_id bigint)
+returns bigint
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tenant text := pgmem._require_tenant();
+    v_settings pgmem.settings;
+    v_stored pgmem.memories;
+    v_new pgmem.memories;
+begin
+    select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant;
+    select m.* into v_stored from pgmem.memories as m where m.tenant_id = v_tenant and m.memory_id = p_stored_id;
+    select m.* into v_new from pgmem.memories as m where m.tenant_id = v_tenant and m.memory_id = p_new_id;
+    if v_stored.memory_id is null or v_new.memory_id is null then
+        raise exception 'no memory % or %', p_stored_id, p_new_id using errcode = 'PM022';
+    end if;
+    -- The newer statement (valid time, then write order) wins, as a
+    -- supersession would, unless the confidence rule holds it back.
+    if (v_new.valid_from, v_new.memory_id) > (v_stored.valid_from, v_stored.memory_id)
+       and pgmem._may_supersede(v_settings, v_stored.confidence, v_new.confidence) then
+        return p_new_id;
+    end if;
+    if (v_stored.valid_from, v_stored.memory_id) > (v_new.valid_from, v_new.memory_id)
+       and pgmem._may_supersede(v_settings, v_new.confidence, v_stored.confidence) then
+        return p_stored_id;
+    end if;
+    -- Newer but not sure enough: the surer one.
+    return case when v_new.confidence > v_stored.confidence then p_new_id else p_stored_id end;
+end
+$$;
+
+comment on function pgmem.merge_keeper(bigint, bigint) is
+    'Which of two near-duplicates a merge without an LLM keeps as it is: the newer one (valid_from, then id) when pgmem._may_supersede lets it replace the other, else the surer one. PM022 for an unknown id.';
