@@ -39,3 +39,13 @@ SET_EMBEDDING: Final = (
 SET_STATEMENT_TIMEOUT: Final = (
     "select pg_catalog.set_config('statement_timeout', %(timeout)s, true)"
 )
+# Consolidation (sql/functions/32_consolidate.sql, pgmem/consolidate.py).
+CONSOLIDATION_CLUSTERS: Final = """
+select c.cluster, c.memory_ids, c.contents, c.first_at, c.last_at, c.digest
+from pgmem.consolidation_clusters(%(subject)s, %(now)s::timestamptz) as c
+"""
+CONSOLIDATE: Final = """
+select r.action, r.insight_id, r.sources, r.source_action
+from pgmem.consolidate(%(subject)s, %(source_ids)s::bigint[], %(content)s, %(embedding)s::real[],
+                       %(method)s, %(now)s::timestamptz) as r
+"""

@@ -359,7 +359,7 @@ begin
           and p_hops > 0  -- a one-time filter: without hops _recall_rows is not even called
         order by s.score desc, r.memory_id desc
         -- Capped by settings.ripple_limit (issue 10): linked rows are context, not the answer.
-        limit pg_catalog.least(p_k, v_settings.ripple_limit)
+        limit least(p_k, v_settings.ripple_limit)
     )
     select p.memory_id, p.content, p.kind, p.score, p.relevance, p.importance, p.recency, p.access_boost,
            p.similarity, p.text_match, 0, null::bigint, null::text,

@@ -100,8 +100,8 @@ begin
         select p_tenant, v_id, c.memory_id, c.link_type, c.weight, p_now
         from (
             select m.memory_id, f.link_type,
-                   pg_catalog.least(1, case when f.link_type = 'same_entity' then 0.5 + 0.5 * coalesce(f.sim, 0.5)
-                                            else pg_catalog.greatest(0.05, coalesce(f.sim, 0.5)) end)::real as weight
+                   least(1, case when f.link_type = 'same_entity' then 0.5 + 0.5 * coalesce(f.sim, 0.5)
+                                            else greatest(0.05, coalesce(f.sim, 0.5)) end)::real as weight
             from pgmem.memories as x
             join pgmem.memories as m
               on m.tenant_id = p_tenant and m.subject = x.subject and m.status = 'active'
@@ -116,7 +116,7 @@ begin
                        end as link_type,
                        -- NaN (a degenerate stored vector) is no similarity.
                        case when (x.embedding operator(public.<=>) m.embedding) <> 'NaN'::double precision
-                            then pg_catalog.greatest(0, 1 - (x.embedding operator(public.<=>) m.embedding)) end as sim
+                            then greatest(0, 1 - (x.embedding operator(public.<=>) m.embedding)) end as sim
             ) as f
             where x.tenant_id = p_tenant and x.memory_id = v_id and x.status = 'active'
               and f.link_type is not null
