@@ -119,7 +119,7 @@ def schedule(
         str | None,
         typer.Option(
             "--consolidate",
-            help="Cron schedule of consolidate (marks subjects for the worker's insights), or 'off'.",
+            help="Cron schedule of consolidate (subjects due for insights), or 'off'.",
         ),
     ] = None,
     remove: Annotated[

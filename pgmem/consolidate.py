@@ -1,7 +1,7 @@
 """Consolidation: a subject's related episodes become one insight each (issue 10).
 
 The database does the deciding (``sql/functions/32_consolidate.sql``): pg_cron's
-``consolidate`` job queues subjects that are due, :data:`~pgmem.queries.worker.CONSOLIDATION_CLUSTERS`
+``consolidate`` job queues subjects that are due, ``pgmem.consolidation_clusters``
 says which episodes belong together, and ``pgmem.consolidate`` stores an insight, links
 it ``derived_from`` its sources and lowers or archives them. This module only writes
 each insight's text:
@@ -41,9 +41,7 @@ INSIGHT_PROMPT = (
 )
 
 
-def insight_text(
-    contents: Sequence[str], digest: str, llm: LLMExtractor | None
-) -> tuple[str, str]:
+def insight_text(contents: Sequence[str], digest: str, llm: LLMExtractor | None) -> tuple[str, str]:
     """The insight for one cluster and how it was written (``llm`` or ``extractive``)."""
     if llm is not None:
         episodes = "\n".join(f"- {' '.join(text.split())}" for text in contents)

@@ -77,8 +77,8 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from pgmem import ingest, queries
-from pgmem.embed import Embedder, embedder_from_env
 from pgmem.consolidate import consolidate_subject
+from pgmem.embed import Embedder, embedder_from_env
 from pgmem.extract import ExtractionResult, LLMExtractor, merge_facts
 from pgmem.queries import layers as lq
 from pgmem.queries import worker as wq

@@ -13,12 +13,12 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg.types.json import Jsonb
+from test_extract_llm import FakeLLM, Reply, fake_llm  # noqa: F401  (fixture)
 
 from pgmem.consolidate import insight_text
 from pgmem.embed import LocalEmbedder
 from pgmem.extract import LLMExtractor
 from pgmem.worker import Worker
-from test_extract_llm import FakeLLM, Reply, fake_llm  # noqa: F401  (fixture)
 
 DIMS = 384
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
@@ -56,9 +56,16 @@ def episode(
         (tenant, subject),
     )
     values = {
-        "tenant_id": tenant, "subject": subject, "kind": "episodic", "content": content,
-        "embedding": "[" + ",".join(f"{x:.8f}" for x in embedding) + "]", "importance": 0.5,
-        "created_at": at, "valid_from": at, "last_accessed_at": at, **columns,
+        "tenant_id": tenant,
+        "subject": subject,
+        "kind": "episodic",
+        "content": content,
+        "embedding": "[" + ",".join(f"{x:.8f}" for x in embedding) + "]",
+        "importance": 0.5,
+        "created_at": at,
+        "valid_from": at,
+        "last_accessed_at": at,
+        **columns,
     }
     names = ", ".join(values)
     marks = ", ".join("%s::public.vector" if k == "embedding" else "%s" for k in values)
@@ -74,13 +81,19 @@ def seed(admin: psycopg.Connection, tenant: str) -> tuple[list[int], int, int]:
     """Four sushi dinners in a week (one cluster), an unrelated episode, and a fifth
     dinner too recent to consolidate."""
     sushi = [
-        episode(admin, tenant, f"Had sushi at Sushi Dai, dinner {i + 1}", vec((0, 1), (i + 1, 0.3)),
-                T0 + i * DAY)
+        episode(
+            admin,
+            tenant,
+            f"Had sushi at Sushi Dai, dinner {i + 1}",
+            vec((0, 1), (i + 1, 0.3)),
+            T0 + i * DAY,
+        )
         for i in range(4)
     ]
     other = episode(admin, tenant, "Fixed the bike's flat tyre", vec((40, 1)), T0 + DAY)
-    recent = episode(admin, tenant, "Had sushi again at Sushi Dai", vec((0, 1), (9, 0.3)),
-                     T0 + 9 * DAY)
+    recent = episode(
+        admin, tenant, "Had sushi again at Sushi Dai", vec((0, 1), (9, 0.3)), T0 + 9 * DAY
+    )
     return sushi, other, recent
 
 
@@ -99,8 +112,9 @@ def memory(admin: psycopg.Connection, memory_id: int) -> dict[str, Any]:
         (memory_id,),
     ).fetchone()
     assert row is not None
-    return dict(zip(("status", "kind", "importance", "content", "metadata", "source"), row,
-                    strict=True))
+    return dict(
+        zip(("status", "kind", "importance", "content", "metadata", "source"), row, strict=True)
+    )
 
 
 def derived(admin: psycopg.Connection) -> dict[int, set[int]]:
@@ -185,8 +199,16 @@ def test_clusters_need_similarity_or_an_entity_and_closeness_in_time(
     conn = tenant_login("a")
     # Far apart in meaning, but one entity (Anna) in common: one cluster.
     anna = [
-        episode(admin, "a", text, vec((10 + i, 1)), T0 + i * DAY, triple_subject="user",
-                triple_predicate=f"met_{i}", triple_object="Anna")
+        episode(
+            admin,
+            "a",
+            text,
+            vec((10 + i, 1)),
+            T0 + i * DAY,
+            triple_subject="user",
+            triple_predicate=f"met_{i}",
+            triple_object="Anna",
+        )
         for i, text in enumerate(["Lunch with Anna", "Anna called about the trip", "Anna's party"])
     ]
     # Alike, but two months apart from each other: no edges within 30 days.
@@ -198,8 +220,10 @@ def test_clusters_need_similarity_or_an_entity_and_closeness_in_time(
     ).fetchall()
     assert [r[0] for r in rows] == [anna]
     # max_sources cuts a cluster in runs, oldest first; a short rest waits.
-    admin.execute("update pgmem.settings set consolidate_max_sources = 2, consolidate_min_sources = 2"
-                  " where tenant_id = 'a'")
+    admin.execute(
+        "update pgmem.settings set consolidate_max_sources = 2, consolidate_min_sources = 2"
+        " where tenant_id = 'a'"
+    )
     rows = conn.execute(
         "select memory_ids from pgmem.consolidation_clusters('alice', %s)", (T0 + 200 * DAY,)
     ).fetchall()
@@ -213,12 +237,14 @@ def test_stale_clusters_are_skipped_and_bad_arguments_refused(
     sushi, _, _ = seed(admin, "a")
     admin.execute("update pgmem.memories set status = 'archived' where memory_id = %s", (sushi[0],))
     row = conn.execute(
-        "select action, insight_id, sources from pgmem.consolidate('alice', %s, 'Likes sushi', null,"
-        " 'llm', %s)",
+        "select action, insight_id, sources"
+        " from pgmem.consolidate('alice', %s, 'Likes sushi', null, 'llm', %s)",
         (sushi, T0 + 10 * DAY),
     ).fetchone()
     assert row == ("skipped", None, 4)
-    assert conn.execute("select count(*) from pgmem.memories where kind = 'semantic'").fetchone() == (0,)
+    assert conn.execute(
+        "select count(*) from pgmem.memories where kind = 'semantic'"
+    ).fetchone() == (0,)
     for args in ((sushi[1:], "poem"), ([sushi[1], sushi[1]], "llm"), ([], "llm")):
         with pytest.raises(psycopg.Error) as info:
             conn.execute(
@@ -256,8 +282,13 @@ def test_consolidation_stays_within_a_tenant(
     assert b.execute("select pgmem.mark_consolidation(%s)", (T0 + 10 * DAY,)).fetchone() == (0,)
     assert admin.execute("select count(*) from pgmem.inbox").fetchone() == (0,)
     # b cannot consolidate a's episodes by id: they are not its rows.
-    ids = [r[0] for r in admin.execute("select memory_id from pgmem.memories where tenant_id = 'a'"
-                                       " and content like 'Had sushi%%' order by memory_id limit 4")]
+    ids = [
+        r[0]
+        for r in admin.execute(
+            "select memory_id from pgmem.memories where tenant_id = 'a'"
+            " and content like 'Had sushi%%' order by memory_id limit 4"
+        )
+    ]
     row = b.execute(
         "select action from pgmem.consolidate('alice', %s, 'Likes sushi', null, 'llm', %s)",
         (ids, T0 + 10 * DAY),

@@ -10,9 +10,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
-
 from conftest import Db, Tenant
+from psycopg.types.json import Jsonb
 
 DIMS = 384
 NewTenant = Callable[[], Tenant]
@@ -39,7 +38,8 @@ def remember(
 ) -> int:
     t = triple or (None, None, None)
     row = conn.execute(
-        "select action, memory_id from pgmem.remember(%s, %s, %s::real[], %s, null, %s, %s, %s, %s)",
+        "select action, memory_id"
+        " from pgmem.remember(%s, %s, %s::real[], %s, null, %s, %s, %s, %s)",
         (subject, content, embedding, kind, *t, session),
     ).fetchone()
     assert row is not None and row[0] == "inserted", row
@@ -94,16 +94,36 @@ def test_facts_of_one_session_are_linked_same_session(new_tenant: NewTenant) -> 
 
 def test_facts_naming_one_entity_are_linked_across_sessions(new_tenant: NewTenant) -> None:
     t = new_tenant()
-    sister = remember(t.conn, "User's sister is Anna", vec((0, 1)), session="s1",
-                      triple=("user", "sister", "Anna"))
-    city = remember(t.conn, "Anna lives in Berlin", vec((5, 1)), session="s2",
-                    triple=("anna", "lives_in", "Berlin"))
+    sister = remember(
+        t.conn,
+        "User's sister is Anna",
+        vec((0, 1)),
+        session="s1",
+        triple=("user", "sister", "Anna"),
+    )
+    city = remember(
+        t.conn,
+        "Anna lives in Berlin",
+        vec((5, 1)),
+        session="s2",
+        triple=("anna", "lives_in", "Berlin"),
+    )
     # Both about the user, nothing else in common: 'user' is no entity.
-    job = remember(t.conn, "User works as a nurse", vec((6, 1)), session="s3",
-                   triple=("user", "occupation", "nurse"))
+    job = remember(
+        t.conn,
+        "User works as a nurse",
+        vec((6, 1)),
+        session="s3",
+        triple=("user", "occupation", "nurse"),
+    )
     # A qualified predicate names its entity (opinion_of:berlin), its object is a value.
-    opinion = remember(t.conn, "User loves Berlin", vec((7, 1)), session="s4",
-                       triple=("user", "opinion_of:berlin", "likes"))
+    opinion = remember(
+        t.conn,
+        "User loves Berlin",
+        vec((7, 1)),
+        session="s4",
+        triple=("user", "opinion_of:berlin", "likes"),
+    )
     assert linked(t.conn, sister, city) == "same_entity"
     assert linked(t.conn, city, opinion) == "same_entity"
     assert linked(t.conn, job, sister) is None and linked(t.conn, job, opinion) is None
@@ -143,12 +163,24 @@ def test_link_counts_are_bounded_keeping_the_strongest(db: Db, new_tenant: NewTe
 def test_a_batch_links_its_facts_in_item_order(new_tenant: NewTenant) -> None:
     t = new_tenant()
     items = [
-        {"content": "Flew to Lisbon", "session_id": "turn-1", "kind": "episodic",
-         "embedding": vec((0, 1))},
-        {"content": "Stayed at a hostel", "session_id": "turn-1", "kind": "episodic",
-         "embedding": vec((1, 1))},
-        {"content": "Tried custard tarts", "session_id": "turn-1", "kind": "episodic",
-         "embedding": vec((2, 1))},
+        {
+            "content": "Flew to Lisbon",
+            "session_id": "turn-1",
+            "kind": "episodic",
+            "embedding": vec((0, 1)),
+        },
+        {
+            "content": "Stayed at a hostel",
+            "session_id": "turn-1",
+            "kind": "episodic",
+            "embedding": vec((1, 1)),
+        },
+        {
+            "content": "Tried custard tarts",
+            "session_id": "turn-1",
+            "kind": "episodic",
+            "embedding": vec((2, 1)),
+        },
     ]
     rows = t.conn.execute(
         "select item, action, memory_id from pgmem.remember_many(%s, 'alice')", (Jsonb(items),)
@@ -156,12 +188,16 @@ def test_a_batch_links_its_facts_in_item_order(new_tenant: NewTenant) -> None:
     ids = [int(r[2]) for r in rows]
     assert [r[1] for r in rows] == ["inserted"] * 3
     # Every pair of the turn is linked once.
-    assert links(t.conn) == {(ids[0], ids[1], "same_session"), (ids[0], ids[2], "same_session"),
-                             (ids[1], ids[2], "same_session")}
+    assert links(t.conn) == {
+        (ids[0], ids[1], "same_session"),
+        (ids[0], ids[2], "same_session"),
+        (ids[1], ids[2], "same_session"),
+    }
 
 
-def recall_ids(conn: psycopg.Connection, query: str, embedding: Sequence[float] | None, **params: Any
-               ) -> list[tuple[int, int]]:
+def recall_ids(
+    conn: psycopg.Connection, query: str, embedding: Sequence[float] | None, **params: Any
+) -> list[tuple[int, int]]:
     args = ", ".join(f"p_{k} => %({k})s" for k in params)
     rows = conn.execute(
         f"select memory_id, hops from pgmem.recall('alice', %(q)s, %(e)s::real[]::public.vector,"
@@ -175,10 +211,20 @@ def test_ripple_finds_a_same_entity_fact_that_direct_recall_misses(
     new_tenant: NewTenant,
 ) -> None:
     t = new_tenant()
-    sister = remember(t.conn, "User's sister is Anna", vec((0, 1)), session="s1",
-                      triple=("user", "sister", "Anna"))
-    city = remember(t.conn, "Anna lives in Berlin", vec((5, 1)), session="s2",
-                    triple=("anna", "lives_in", "Berlin"))
+    sister = remember(
+        t.conn,
+        "User's sister is Anna",
+        vec((0, 1)),
+        session="s1",
+        triple=("user", "sister", "Anna"),
+    )
+    city = remember(
+        t.conn,
+        "Anna lives in Berlin",
+        vec((5, 1)),
+        session="s2",
+        triple=("anna", "lives_in", "Berlin"),
+    )
     for i in range(6):
         remember(t.conn, f"Unrelated note {i} about gardening", vec((10 + i, 1)), session=f"g{i}")
     question = vec((0, 1), (20, 0.2))
@@ -217,10 +263,20 @@ def test_ripple_rows_are_capped_by_ripple_limit(db: Db, new_tenant: NewTenant) -
 
 def test_context_shows_ripple_rows_in_their_own_section(new_tenant: NewTenant) -> None:
     t = new_tenant()
-    remember(t.conn, "User's sister is Anna", vec((0, 1)), session="s1",
-             triple=("user", "sister", "Anna"))
-    remember(t.conn, "Anna lives in Berlin", vec((5, 1)), session="s2",
-             triple=("anna", "lives_in", "Berlin"))
+    remember(
+        t.conn,
+        "User's sister is Anna",
+        vec((0, 1)),
+        session="s1",
+        triple=("user", "sister", "Anna"),
+    )
+    remember(
+        t.conn,
+        "Anna lives in Berlin",
+        vec((5, 1)),
+        session="s2",
+        triple=("anna", "lives_in", "Berlin"),
+    )
     remember(t.conn, "Went hiking in the Alps", vec((9, 1)), session="s3", kind="episodic")
     question = vec((0, 1))
 
@@ -243,12 +299,23 @@ def test_context_shows_ripple_rows_in_their_own_section(new_tenant: NewTenant) -
 
 def test_links_and_ripple_stay_within_a_tenant(new_tenant: NewTenant) -> None:
     a, b = new_tenant(), new_tenant()
-    a1 = remember(a.conn, "Anna lives in Berlin", vec((0, 1)), session="shared",
-                  triple=("anna", "lives_in", "Berlin"))
-    a2 = remember(a.conn, "Anna plays cello", vec((1, 1)), session="shared",
-                  triple=("anna", "plays", "cello"))
-    b1 = remember(b.conn, "Anna is the new manager", vec((0, 1)), session="shared",
-                  triple=("anna", "role", "manager"))
+    a1 = remember(
+        a.conn,
+        "Anna lives in Berlin",
+        vec((0, 1)),
+        session="shared",
+        triple=("anna", "lives_in", "Berlin"),
+    )
+    a2 = remember(
+        a.conn, "Anna plays cello", vec((1, 1)), session="shared", triple=("anna", "plays", "cello")
+    )
+    b1 = remember(
+        b.conn,
+        "Anna is the new manager",
+        vec((0, 1)),
+        session="shared",
+        triple=("anna", "role", "manager"),
+    )
     assert linked(a.conn, a1, a2) == "same_entity"
     # b's fact has the same session id and entity as a's, and links to neither.
     assert links(b.conn) == set()

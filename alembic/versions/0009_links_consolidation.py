@@ -81,7 +81,9 @@ FUNCTIONS = (
 def upgrade() -> None:
     op.execute("set local role pgmem_admin")
     op.execute(SETTINGS_COLUMNS)
-    op.execute(JOB_LOCK.format(jobs="'archive', 'decay', 'capacity', 'purge', 'sessions', 'consolidate'"))
+    op.execute(
+        JOB_LOCK.format(jobs="'archive', 'decay', 'capacity', 'purge', 'sessions', 'consolidate'")
+    )
     op.execute("insert into pgmem._job_locks (job) values ('consolidate')")
     op.execute(INBOX_JOBS.format(jobs="'turn', 'embed', 'merge', 'consolidate'"))
     op.execute("reset role")
