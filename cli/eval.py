@@ -208,6 +208,7 @@ def consolidation(
         "compression",
         "clusters",
         "insights",
+        "known",
         "sources",
         "method",
     ):

@@ -91,7 +91,10 @@ def consolidate_subject(
     methods = sorted({a["method"] for a in actions})
     result: dict[str, Any] = {
         "clusters": len(clusters),
-        "insights": sum(1 for a in actions if a["action"] not in ("skipped", "rejected")),
+        # New insight rows; an insight remember found known already (deduplicated,
+        # reinforced) links that row to its sources instead.
+        "insights": sum(1 for a in actions if a["action"] in ("inserted", "merge_pending")),
+        "known": sum(1 for a in actions if a["action"] in ("deduplicated", "reinforced")),
         "sources": sum(int(a["sources"] or 0) for a in actions if a["action"] != "skipped"),
         "actions": actions,
     }

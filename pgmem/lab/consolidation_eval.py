@@ -47,7 +47,8 @@ class ConsolidationReport:
     before: int  # active memories
     after: int
     clusters: int
-    insights: int
+    insights: int  # new rows; known: insights remember found known already
+    known: int
     sources: int
     method: str  # llm, extractive, mixed or none
     embedder: str
@@ -75,6 +76,7 @@ class ConsolidationReport:
             "compression": round(self.compression, 4),
             "clusters": self.clusters,
             "insights": self.insights,
+            "known": self.known,
             "sources": self.sources,
             "method": self.method,
             "embedder": self.embedder,
@@ -164,6 +166,7 @@ def evaluate_consolidation(
         after=after,
         clusters=sum(int(r["clusters"]) for r in results),
         insights=sum(int(r["insights"]) for r in results),
+        known=sum(int(r["known"]) for r in results),
         sources=sum(int(r["sources"]) for r in results),
         method=(methods[0] if len(methods) == 1 else "mixed") if methods else "none",
         embedder=f"{embedder.model} ({embedder.dims} dims)",

@@ -106,6 +106,9 @@ begin
             join pgmem.memories as m
               on m.tenant_id = p_tenant and m.subject = x.subject and m.status = 'active'
              and m.memory_id <> x.memory_id
+             -- Only possible candidates get a similarity computed.
+             and ((x.session_id is not null and m.session_id = x.session_id)
+                  or (x.triple_predicate is not null and m.triple_predicate is not null))
             cross join lateral (
                 select case when x.triple_predicate is not null and m.triple_predicate is not null
                                  and pgmem._entities(x.triple_subject, x.triple_predicate, x.triple_object)
