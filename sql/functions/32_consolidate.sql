@@ -93,9 +93,12 @@ begin
     -- sees the rows of the batch before it like any other row.
     foreach v_id in array p_memory_ids loop
         -- The new fact's own room: a batch's earlier facts may have linked to it.
-        select pg_catalog.count(*) into v_used from pgmem.memory_links as l
-        where l.tenant_id = p_tenant and (l.from_id = v_id or l.to_id = v_id)
-          and l.link_type in ('same_session', 'same_entity');
+        v_used := (select pg_catalog.count(*) from pgmem.memory_links as l
+                   where l.tenant_id = p_tenant and l.from_id = v_id
+                     and l.link_type in ('same_session', 'same_entity'))
+                  + (select pg_catalog.count(*) from pgmem.memory_links as l
+                     where l.tenant_id = p_tenant and l.to_id = v_id
+                       and l.link_type in ('same_session', 'same_entity'));
         insert into pgmem.memory_links (tenant_id, from_id, to_id, link_type, weight, created_at)
         select p_tenant, v_id, c.memory_id, c.link_type, c.weight, p_now
         from (
@@ -123,13 +126,18 @@ begin
             ) as f
             where x.tenant_id = p_tenant and x.memory_id = v_id and x.status = 'active'
               and f.link_type is not null
+              -- Equalities on the keys of memory_links' two indexes (no OR), so
+              -- that even a plan made while the table was small uses them.
               and not exists (select from pgmem.memory_links as l
-                              where l.tenant_id = p_tenant
-                                and ((l.from_id = x.memory_id and l.to_id = m.memory_id)
-                                     or (l.from_id = m.memory_id and l.to_id = x.memory_id)))
+                              where l.tenant_id = p_tenant and l.from_id = x.memory_id and l.to_id = m.memory_id)
+              and not exists (select from pgmem.memory_links as l
+                              where l.tenant_id = p_tenant and l.from_id = m.memory_id and l.to_id = x.memory_id)
               and (select pg_catalog.count(*) from pgmem.memory_links as l
-                   where l.tenant_id = p_tenant and (l.from_id = m.memory_id or l.to_id = m.memory_id)
-                     and l.link_type in ('same_session', 'same_entity')) < v_max
+                   where l.tenant_id = p_tenant and l.from_id = m.memory_id
+                     and l.link_type in ('same_session', 'same_entity'))
+                  + (select pg_catalog.count(*) from pgmem.memory_links as l
+                     where l.tenant_id = p_tenant and l.to_id = m.memory_id
+                       and l.link_type in ('same_session', 'same_entity')) < v_max
         ) as c
         order by c.weight desc, c.memory_id desc
         limit greatest(0, v_max - v_used)
