@@ -1,4 +1,5 @@
 """`pgmem eval locomo`: retrieval quality of pgmem.recall on LoCoMo conversations;
+`pgmem eval consolidation`: compression and retained recall of consolidation on LoCoMo;
 `pgmem eval safety`: recall and false positives of the SQL safety rules on the safety corpus."""
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from pgmem.cli.common import (
     steps,
 )
 from pgmem.embed import EmbeddingError, embedder_from_env
+from pgmem.extract import LLMExtractor
 from pgmem.extract.safety import RULES_FILE
+from pgmem.lab import consolidation_eval
 from pgmem.lab import eval as evaluation
 
 app = typer.Typer(
@@ -86,6 +89,14 @@ def locomo(
     captions: Annotated[
         bool, typer.Option("--captions", help="Append shared images' BLIP captions to their turns.")
     ] = False,
+    links: Annotated[
+        str,
+        typer.Option(
+            "--links",
+            help="Links ripple follows: 'neighbours' (adjacent turns, made by the eval) or "
+            "'write' (made by pgmem's write path: same_session by similarity, bounded).",
+        ),
+    ] = "neighbours",
     database: Annotated[
         str, typer.Option("--database", help="Scratch database, created and dropped on the server.")
     ] = evaluation.DEFAULT_DATABASE,
@@ -116,6 +127,7 @@ def locomo(
                 modes=chosen,
                 settings=overrides,
                 captions=captions,
+                links=links,
                 progress=progress,
             )
         except (evaluation.EvalError, EmbeddingError) as exc:
@@ -130,6 +142,87 @@ def locomo(
         sys.stdout.write("\n")
         return
     print_report(report)
+
+
+@app.command()
+def consolidation(
+    path: Annotated[
+        Path,
+        typer.Argument(help="LoCoMo JSON file.", exists=True, dir_okay=False),
+    ],
+    dsn: DsnOption = None,
+    limit_conversations: Annotated[
+        int | None,
+        typer.Option("--limit-conversations", min=1, help="Only the first N conversations."),
+    ] = None,
+    settings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Tenant setting for the run, name=value (e.g. consolidate_similarity=0.6); "
+            "consolidate_sources defaults to archive here.",
+        ),
+    ] = None,
+    database: Annotated[
+        str, typer.Option("--database", help="Scratch database, created and dropped on the server.")
+    ] = evaluation.DEFAULT_DATABASE,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Keep the scratch database for inspection.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Consolidate LoCoMo conversations into insights; report compression and how much
+    recall of the evidence turns survives.
+
+    Insights are written by the LLM configured for extraction (OPENAI_*), otherwise as
+    extractive digests (no language model); the report says which. See docs/eval.md.
+    """
+    overrides = _parse_settings(settings or [])
+    server = dsn_for(dsn)
+    with database_errors(dsn), steps(quiet=as_json) as progress:
+        try:
+            report = consolidation_eval.run_consolidation(
+                server,
+                path,
+                embedder_from_env(),
+                database=database,
+                keep=keep,
+                limit_conversations=limit_conversations,
+                llm=LLMExtractor.from_env(),
+                settings=overrides,
+                progress=progress,
+            )
+        except (evaluation.EvalError, EmbeddingError) as exc:
+            raise fail(str(exc)) from None
+    if as_json:
+        json.dump(report.as_dict(), sys.stdout, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write("\n")
+        return
+    table = Table(title="consolidation", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    data = report.as_dict()
+    for key in (
+        "active_before",
+        "active_after",
+        "compression",
+        "clusters",
+        "insights",
+        "known",
+        "sources",
+        "method",
+    ):
+        table.add_row(key, str(data[key]))
+    for k in sorted(report.recall_before.recall["overall"]):
+        table.add_row(f"R@{k} before", f"{report.recall_before.recall['overall'][k]:.3f}")
+        table.add_row(f"R@{k} after", f"{report.recall_after.recall['overall'][k]:.3f}")
+        table.add_row(f"R@{k} retained", f"{report.retained(k):.3f}")
+    console.print(table)
+    console.print(
+        "settings: " + ", ".join(f"{k}={v}" for k, v in data["settings"].items()),
+        highlight=False,
+    )
+    console.print(f"embedder {report.embedder}; total {report.seconds:.1f} s", highlight=False)
 
 
 def print_report(report: evaluation.Report) -> None:

@@ -115,6 +115,13 @@ def schedule(
             help="Cron schedule of sessions (idle sessions, retention, task expiry), or 'off'.",
         ),
     ] = None,
+    consolidate: Annotated[
+        str | None,
+        typer.Option(
+            "--consolidate",
+            help="Cron schedule of consolidate (subjects due for insights), or 'off'.",
+        ),
+    ] = None,
     remove: Annotated[
         bool, typer.Option("--remove", help="Remove every pgmem job from pg_cron instead.")
     ] = False,
@@ -139,6 +146,7 @@ def schedule(
             "capacity": capacity,
             "purge": purge,
             "sessions": sessions,
+            "consolidate": consolidate,
         }
         chosen = [
             None if value == OFF else (value or defaults[name]) for name, value in given.items()

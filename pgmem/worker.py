@@ -8,6 +8,12 @@ What it does with each kind of work:
   ``pgmem.remember_many`` call, which decides every item (rejections included).
 - ``merge`` (queued by ``pgmem.remember`` for near-duplicates): merge the two facts'
   texts (LLM, or the more specific one kept whole) and call ``pgmem.merge``.
+- ``consolidate`` (queued by the ``consolidate`` maintenance job,
+  ``pgmem.mark_consolidation``): the subject's clusters of episodes
+  (``pgmem.consolidation_clusters``) each become one insight, written by the LLM or,
+  without one, the extractive digest (:mod:`pgmem.consolidate`), stored by
+  ``pgmem.consolidate``. Its LLM calls run after the clusters are read and before
+  anything is locked.
 - ``embed`` pass: active memories written by plain SQL without an embedding
   (``pgmem.claim_unembedded`` / ``pgmem.set_embedding``); no inbox row is involved.
 - ``fold`` pass: sessions whose turns left the window (``pgmem.claim_folds``, a lease
@@ -71,6 +77,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from pgmem import ingest, queries
+from pgmem.consolidate import consolidate_subject
 from pgmem.embed import Embedder, embedder_from_env
 from pgmem.extract import ExtractionResult, LLMExtractor, merge_facts
 from pgmem.extract.llm import Judgement
@@ -534,6 +541,8 @@ class Worker:
                     result = self._merge(conn, prepared)
                 elif isinstance(prepared, _Judge):
                     result = self._judge(conn, prepared)
+                elif job["job"] == "consolidate":
+                    result = self._consolidate(conn, job)
                 else:
                     raise JobError(f"the worker does not handle {job['job']!r} jobs")
                 conn.execute(
@@ -848,6 +857,17 @@ class Worker:
         ).fetchone()
         assert row is not None
         return {"actions": [dict(row)]}
+
+    def _consolidate(self, conn: Conn, job: dict[str, Any]) -> dict[str, Any]:
+        if not job["subject"]:
+            raise JobError("consolidate job has no subject")
+        return consolidate_subject(
+            conn,
+            job["subject"],
+            embedder=self.embedder,
+            llm=self.llm,
+            now=job["payload"].get("now"),
+        )
 
     # ---------------------------------------------------------------- embed pass
 

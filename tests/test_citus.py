@@ -386,6 +386,40 @@ def test_worker_drains_a_tenant_inbox_through_the_coordinator(service: str, tena
     assert any("Porto" in content for (content,) in contents)
 
 
+def test_links_and_consolidation_through_the_coordinator(
+    admin: psycopg.Connection, service: str, tenant: str
+) -> None:
+    """Links at write, the consolidate job over every tenant and the worker's insight
+    all run on the tenant's shard through the coordinator (issue 10)."""
+    with bound(service, tenant) as conn:
+        for i in range(3):
+            # No vectors yet: the shared entity (the lido) is what clusters them.
+            conn.execute(
+                "select pgmem.remember('kim', %s, p_kind => 'episodic', p_session_id => 's',"
+                " p_triple_subject => 'user', p_triple_predicate => %s,"
+                " p_triple_object => 'the lido', p_now => now() - interval '10 days')",
+                (f"Swam {i + 1} km at the lido", f"swim_{i + 1}"),
+            )
+        links = conn.execute(
+            "select count(*) from pgmem.memory_links where link_type = 'same_entity'"
+        ).fetchone()
+        conn.commit()
+    assert links == (3,)
+    row = admin.execute("select status, counts from pgmem.run_job('consolidate')").fetchone()
+    assert row is not None and row[0] == "ok" and row[1] == {"subjects": 1}, row
+    stats = Worker(service, tenant=tenant, llm=None).run(once=True)
+    assert stats.done == 1 and stats.failed == 0
+    with bound(service, tenant) as conn:
+        derived = conn.execute(
+            "select count(*) from pgmem.memory_links where link_type = 'derived_from'"
+        ).fetchone()
+        lowered = conn.execute(
+            "select count(*) from pgmem.memories where kind = 'episodic' and importance = 0.25"
+        ).fetchone()
+        conn.commit()
+    assert derived == (3,) and lowered == (3,)
+
+
 def test_lifecycle_jobs_run_from_the_coordinator(
     admin: psycopg.Connection, service: str, tenant: str
 ) -> None:

@@ -88,6 +88,7 @@ def test_maintain_runs_every_job_in_order(admin: psycopg.Connection) -> None:
         ("capacity", "ok", {"subjects": 0, "evicted_active": 0, "evicted_archived": 0}),
         ("purge", "ok", {"inbox": 0, "memories": 0}),
         ("sessions", "ok", {"closed": 0, "purged_messages": 0, "expired_tasks": 0}),
+        ("consolidate", "ok", {"subjects": 0}),
     ]
 
 
@@ -96,7 +97,7 @@ def test_run_job_unknown_job_and_tenant(admin: psycopg.Connection) -> None:
         admin.execute("select pgmem.run_job('vacuum')")
     assert info.value.sqlstate == "PM035"
     assert "p_job = 'vacuum'" in info.value.diag.message_primary
-    assert "archive, decay, capacity, purge, sessions" in info.value.diag.message_hint
+    assert "archive, decay, capacity, purge, sessions, consolidate" in info.value.diag.message_hint
     with pytest.raises(psycopg.Error) as info:
         admin.execute("select pgmem.run_job('decay', now(), 'nobody')")
     assert info.value.sqlstate == "PM002"
@@ -357,6 +358,7 @@ def test_schedule_installs_updates_and_removes_cron_jobs(
             ("pgmem-capacity", "27 3 * * *", "call pgmem.run_scheduled_job('capacity')"),
             ("pgmem-purge", "37 3 * * *", "call pgmem.run_scheduled_job('purge')"),
             ("pgmem-sessions", "*/15 * * * *", "call pgmem.run_scheduled_job('sessions')"),
+            ("pgmem-consolidate", "47 3 * * *", "call pgmem.run_scheduled_job('consolidate')"),
         ]
         # Scheduling again updates in place; NULL removes a job.
         conn.execute("select pgmem.schedule(p_decay => '0 * * * *', p_purge => null)")
@@ -366,10 +368,11 @@ def test_schedule_installs_updates_and_removes_cron_jobs(
         assert jobs == [
             ("pgmem-archive", "17 3 * * *", cron_db),
             ("pgmem-capacity", "27 3 * * *", cron_db),
+            ("pgmem-consolidate", "47 3 * * *", cron_db),
             ("pgmem-decay", "0 * * * *", cron_db),
             ("pgmem-sessions", "*/15 * * * *", cron_db),
         ]
-        assert conn.execute("select pgmem.unschedule()").fetchone() == (4,)
+        assert conn.execute("select pgmem.unschedule()").fetchone() == (5,)
         assert conn.execute("select count(*) from pgmem.scheduled_jobs()").fetchone() == (0,)
         conn.rollback()
 
@@ -445,6 +448,7 @@ def test_cli_maintain_and_jobs(admin: psycopg.Connection, dsn: str) -> None:
         ("capacity", "ok"),
         ("purge", "ok"),
         ("sessions", "ok"),
+        ("consolidate", "ok"),
     ]
     assert status_of(admin, mid) == ["archived"]
 

@@ -407,8 +407,13 @@ def ingest(
     embedder: Embedder,
     *,
     captions: bool = False,
+    links: str = "neighbours",
 ) -> IngestStats:
     """Store every turn as an episodic memory of its conversation (subject = sample_id).
+
+    ``links``: ``neighbours`` links each turn to the turns before and after it (the
+    eval's own links); ``write`` makes the links pgmem's write path makes
+    (``pgmem._link_at_write``: same_session by similarity, bounded per memory).
 
     ``conn`` must have a tenant bound (see :func:`tenant_connection`). Rows are inserted
     set-wise, not through ``pgmem.remember``: its near-duplicate merging would fold short
@@ -445,7 +450,7 @@ def ingest(
             Q.INSERT_SUBJECTS,
             Q.INSERT_MEMORIES,
             Q.MAP_TURNS,
-            Q.INSERT_LINKS,
+            Q.LINK_AT_WRITE if links == "write" else Q.INSERT_LINKS,
             Q.INSERT_EVENTS,
         ):
             conn.execute(statement)
@@ -457,6 +462,9 @@ def ingest(
 
 
 # ------------------------------------------------------------------------ modes
+
+# What ripple follows: the eval's neighbour links, or the write path's (ingest).
+LINK_SOURCES = ("neighbours", "write")
 
 
 @dataclass(frozen=True)
@@ -581,6 +589,8 @@ class Report:
     total_seconds: float
     settings: dict[str, object]
     results: list[ModeResult]
+    # Who made the links ripple follows: "neighbours" (the eval) or "write" (pgmem).
+    links_from: str = "neighbours"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -589,6 +599,7 @@ class Report:
             "turns": self.turns,
             "memories": self.memories,
             "links": self.links,
+            "links_from": self.links_from,
             "questions": self.questions,
             "skipped": self.skipped,
             "ks": list(self.ks),
@@ -756,6 +767,7 @@ def evaluate(
     captions: bool = False,
     tenant: str = TENANT,
     path: str = "",
+    links: str = "neighbours",
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Ingest ``conversations`` into the migrated database ``dsn`` and measure ``modes``.
@@ -769,6 +781,8 @@ def evaluate(
         raise EvalError(f"unknown mode(s) {', '.join(unknown)}; known: {', '.join(MODES)}")
     if not ks or any(k < 1 or k > 1000 for k in ks):
         raise EvalError("k must be between 1 and 1000")
+    if links not in LINK_SOURCES:
+        raise EvalError(f"unknown link source {links!r}; known: {', '.join(LINK_SOURCES)}")
     ks = tuple(sorted(set(ks)))
     say = progress or (lambda _message: None)
     started = time.perf_counter()
@@ -777,7 +791,7 @@ def evaluate(
         set_tenant_settings(admin, tenant, settings or {})
         with tenant_connection(dsn, tenant) as conn:
             say(f"embedding and storing {sum(c.turns for c in conversations)} turns")
-            stats = ingest(conn, conversations, embedder, captions=captions)
+            stats = ingest(conn, conversations, embedder, captions=captions, links=links)
             admin.execute(Q.ANALYZE_MEMORIES_AND_LINKS)
             say("embedding the questions")
             embed_started = time.perf_counter()
@@ -802,6 +816,8 @@ def evaluate(
         "w_access",
         "half_life_episodic",
         "ripple_damping",
+        "ripple_limit",
+        "max_links_per_memory",
         "candidate_pool",
         "exact_scan_limit",
     )
@@ -820,6 +836,7 @@ def evaluate(
         total_seconds=time.perf_counter() - started,
         settings={c: effective.get(c) for c in columns if c in effective},
         results=results,
+        links_from=links,
     )
 
 

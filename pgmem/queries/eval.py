@@ -81,6 +81,34 @@ from (
 where e.from_id <> e.to_id
 on conflict do nothing
 """
+# Ripple over the links pgmem's write path makes (pgmem._link_at_write: same_session
+# by similarity, same_entity by triple), instead of INSERT_LINKS, for
+# `pgmem eval locomo --links write`. Memory ids follow the dialogue, so each turn
+# links as if written in conversation order.
+LINK_AT_WRITE: Final = """
+select pgmem._link_at_write(
+    pgmem.current_tenant(),
+    array(select distinct t.memory_id from _eval_turns as t order by t.memory_id),
+    (select max(t.at) from _eval_turns as t))
+"""
+# Consolidation eval (`pgmem eval consolidation`): active memories, and what the
+# insights cover. An insight answers for its sources' turns: its dia_ids are theirs.
+COUNT_ACTIVE: Final = """
+select count(*) as active from pgmem.memories where status = 'active'
+"""
+CREDIT_INSIGHTS: Final = """
+update pgmem.memories as m
+set metadata = m.metadata || jsonb_build_object('dia_ids', s.dia_ids)
+from (
+    select l.from_id, jsonb_agg(d.dia_id order by d.dia_id) as dia_ids
+    from pgmem.memory_links as l
+    join pgmem.memories as src on src.memory_id = l.to_id
+    cross join lateral jsonb_array_elements_text(src.metadata -> 'dia_ids') as d(dia_id)
+    where l.link_type = 'derived_from'
+    group by l.from_id
+) as s
+where m.memory_id = s.from_id
+"""
 INSERT_EVENTS: Final = """
 insert into pgmem.memory_events (memory_id, subject, event, new_content, details, created_at)
 select m.memory_id, m.subject, 'insert', m.content,

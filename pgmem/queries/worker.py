@@ -48,3 +48,13 @@ select r.action, r.memory_id, r.other_id
 from pgmem.resolve_conflict(%(memory_id)s::bigint, %(other_id)s::bigint, %(decision)s::text,
                             %(content)s::text, null::real[], %(labels)s::jsonb) as r
 """
+# Consolidation (sql/functions/32_consolidate.sql, pgmem/consolidate.py).
+CONSOLIDATION_CLUSTERS: Final = """
+select c.cluster, c.memory_ids, c.contents, c.first_at, c.last_at, c.digest
+from pgmem.consolidation_clusters(%(subject)s, %(now)s::timestamptz) as c
+"""
+CONSOLIDATE: Final = """
+select r.action, r.insight_id, r.sources, r.source_action
+from pgmem.consolidate(%(subject)s, %(source_ids)s::bigint[], %(content)s, %(embedding)s::real[],
+                       %(method)s, %(now)s::timestamptz) as r
+"""

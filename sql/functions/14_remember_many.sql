@@ -422,6 +422,11 @@ begin
         where b.action in ('inserted', 'merge_pending')
         order by b.item;
 
+        -- Association links of the new facts, in item order: 32_consolidate.sql.
+        perform pgmem._link_at_write(v_tenant, array(select b.memory_id from pg_temp._pgmem_batch as b
+                                                     where b.action in ('inserted', 'merge_pending')
+                                                     order by b.item), v_now);
+
         insert into pgmem.inbox (tenant_id, job, subject, session_id, agent_id, payload, available_at, created_at)
         select v_tenant, 'merge', b.subject, b.session_id, b.agent_id,
                pg_catalog.jsonb_build_object('memory_id', b.memory_id, 'related_id', b.related_id,

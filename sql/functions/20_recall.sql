@@ -28,7 +28,8 @@
 --   4. ripple (hops 1-3): memories linked to the hits (memory_links, both
 --      directions, any link type) inherit the relevance of the memory they
 --      were reached from times the link weight, and their whole score is
---      multiplied by ripple_damping once per hop; up to k more rows;
+--      multiplied by ripple_damping once per hop; up to min(k,
+--      settings.ripple_limit) more rows;
 --   5. reinforcement (pgmem.recall only): access_count + 1 and
 --      last_accessed_at = now for every returned row, in one statement.
 --
@@ -391,7 +392,8 @@ begin
         where s.score >= coalesce(p_min_score, 0)::real
           and p_hops > 0  -- a one-time filter: without hops _recall_rows is not even called
         order by s.score desc, r.memory_id desc
-        limit p_k
+        -- Capped by settings.ripple_limit (issue 10): linked rows are context, not the answer.
+        limit least(p_k, v_settings.ripple_limit)
     )
     select p.memory_id, p.content, p.kind, p.score, p.relevance, p.importance, p.recency, p.access_boost,
            p.similarity, p.text_match, 0, null::bigint, null::text,
@@ -518,7 +520,7 @@ comment on function pgmem.recall(text, text, public.vector, integer, text[], tex
                                  timestamptz, jsonb, double precision, double precision, integer, boolean, timestamptz) is
     'Ranks a subject''s memories for a query text and/or embedding: the k best (score = w_relevance·relevance + '
     'w_importance·importance + w_recency·recency + w_access·access_boost, weights from the tenant''s settings), '
-    'each with its score parts, plus up to k memories linked to them when p_hops > 0 (hops, via_memory_id, via_link; '
+    'each with its score parts, plus up to min(k, settings.ripple_limit) memories linked to them when p_hops > 0 (hops, via_memory_id, via_link; '
     'score damped by ripple_damping per hop). Filters: p_kinds, p_session_id, created_at in [p_since, p_until), '
     'metadata @> p_metadata, score >= p_min_score; p_as_of returns what was valid then, superseded facts included. '
     'p_mmr_lambda (0..1) picks a diverse set (maximal marginal relevance). Returned memories are reinforced '

@@ -47,7 +47,12 @@ begin
             using errcode = '22023';
     end if;
     with recalled as (
-        select r.memory_id, r.content, r.kind, r.score, r.valid_from, r.valid_to, k.section, k.heading
+        -- Ripple rows (hops > 0, at most settings.ripple_limit) get their own
+        -- section after the kinds' (pgmem.kinds().section counts from 1):
+        -- linked to a hit, not hits themselves.
+        select r.memory_id, r.content, r.kind, r.score, r.valid_from, r.valid_to,
+               case when r.hops > 0 then 1000 else k.section end as section,
+               case when r.hops > 0 then 'Related (linked to the memories above)' else k.heading end as heading
         from pgmem._recall(p_subject, p_query, p_embedding, p_k, p_kinds, p_session_id, null, null, p_as_of, null,
                            p_min_score, null, p_hops, p_now) as r
         join pgmem.kinds() as k on k.kind = r.kind
@@ -100,4 +105,6 @@ comment on function pgmem.context(text, text, public.vector, integer, integer, t
                                   integer, boolean, timestamptz) is
     'A prompt block of a subject''s memories for a query: sections Preferences, Facts, Episodes, Procedures, each '
     'line "- [valid-from date] content", most relevant first (pgmem.recall''s ranking), cut to p_token_budget '
-    '(estimated: 1 token per CJK character, 1 per 4 other characters). Only the memories in the block are reinforced.';
+    '(estimated: 1 token per CJK character, 1 per 4 other characters). With p_hops > 0 the memories linked to '
+    'those (at most settings.ripple_limit) follow in their own section, "Related (linked to the memories above)". '
+    'Only the memories in the block are reinforced.';

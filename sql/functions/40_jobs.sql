@@ -32,12 +32,13 @@ as $$
     -- are about to leave recall; capacity then finds the newly archived rows
     -- to evict first; purge removes what the others set aside. sessions
     -- (short-term and working memory: idle sessions, old turns, expired
-    -- tasks) touches none of their tables.
-    select array['archive', 'decay', 'capacity', 'purge', 'sessions']
+    -- tasks) touches none of their tables. consolidate only queues work for
+    -- the worker (32_consolidate.sql), over what the others left active.
+    select array['archive', 'decay', 'capacity', 'purge', 'sessions', 'consolidate']
 $$;
 
 comment on function pgmem._job_names() is
-    'The maintenance jobs pgmem.run_job knows, in the order pgmem.maintain runs them: archive, decay, capacity, purge, sessions (internal).';
+    'The maintenance jobs pgmem.run_job knows, in the order pgmem.maintain runs them: archive, decay, capacity, purge, sessions, consolidate (internal).';
 
 -- Replaced by a row lock in pgmem._job_locks (issue 8): anyone can compute
 -- and hold an advisory key, and holding it switched maintenance off.
@@ -83,6 +84,7 @@ begin
         when 'purge' then (select pg_catalog.to_jsonb(r) from pgmem.purge(p_now, p_tenant) as r)
         when 'sessions' then (select pg_catalog.to_jsonb(r) from pgmem.expire_sessions(p_now, p_tenant) as r)
                              || pg_catalog.jsonb_build_object('expired_tasks', pgmem.expire_tasks(p_now, p_tenant))
+        when 'consolidate' then pg_catalog.jsonb_build_object('subjects', pgmem.mark_consolidation(p_now, p_tenant))
     end;
 end
 $$;
@@ -192,7 +194,7 @@ end
 $$;
 
 comment on function pgmem.run_job(text, timestamptz, text) is
-    'Runs one maintenance job (decay, archive, capacity, purge, sessions) over every tenant (or p_tenant) under its row lock in pgmem._job_locks (skip locked), and records it in pgmem.job_runs: ok with counts, skipped (lock held elsewhere) or failed with the error. Returns the recorded row; on a replica returns a skipped row at once and records nothing. pgmem_admin only.';
+    'Runs one maintenance job (decay, archive, capacity, purge, sessions, consolidate) over every tenant (or p_tenant) under its row lock in pgmem._job_locks (skip locked), and records it in pgmem.job_runs: ok with counts, skipped (lock held elsewhere) or failed with the error. Returns the recorded row; on a replica returns a skipped row at once and records nothing. pgmem_admin only.';
 
 create or replace procedure pgmem.run_scheduled_job(p_job text)
 language plpgsql
@@ -231,18 +233,22 @@ as $$
 $$;
 
 comment on function pgmem.maintain(timestamptz, text) is
-    'Runs every maintenance job now, in order (archive, decay, capacity, purge, sessions), in the caller''s transaction; returns the recorded runs. `pgmem maintain` runs them one transaction each. pgmem_admin only.';
+    'Runs every maintenance job now, in order (archive, decay, capacity, purge, sessions, consolidate), in the caller''s transaction; returns the recorded runs. `pgmem maintain` runs them one transaction each. pgmem_admin only.';
 
--- The four-schedule forms predate the sessions job.
+-- The four-schedule forms predate the sessions job, the five-schedule ones
+-- the consolidate job.
 drop function if exists pgmem.schedule(text, text, text, text);
 drop function if exists pgmem.cron_plan(text, text, text, text);
+drop function if exists pgmem.schedule(text, text, text, text, text);
+drop function if exists pgmem.cron_plan(text, text, text, text, text);
 
 create or replace function pgmem.cron_plan(
     p_decay text default '7 * * * *',
     p_archive text default '17 3 * * *',
     p_capacity text default '27 3 * * *',
     p_purge text default '37 3 * * *',
-    p_sessions text default '*/15 * * * *'
+    p_sessions text default '*/15 * * * *',
+    p_consolidate text default '47 3 * * *'
 )
 returns table (job text, jobname text, schedule text, command text)
 language sql
@@ -252,17 +258,18 @@ set search_path = pg_catalog, pg_temp
 as $$
     -- Defaults: decay hourly; archive, capacity and purge once a day at
     -- night, ten minutes apart so each sees the previous one's result;
-    -- sessions every 15 minutes, so an expired task is cancelled soon after.
+    -- sessions every 15 minutes, so an expired task is cancelled soon after;
+    -- consolidate nightly after purge, for the worker to write insights.
     -- Minute-level cron syntax only: pg_cron 1.4 (Debian 12) has no seconds.
     select j.job, 'pgmem-' || j.job, j.schedule,
            pg_catalog.format('call pgmem.run_scheduled_job(%L)', j.job)
     from (values (1, 'decay', p_decay), (2, 'archive', p_archive),
                  (3, 'capacity', p_capacity), (4, 'purge', p_purge),
-                 (5, 'sessions', p_sessions)) as j (position, job, schedule)
+                 (5, 'sessions', p_sessions), (6, 'consolidate', p_consolidate)) as j (position, job, schedule)
     order by j.position
 $$;
 
-comment on function pgmem.cron_plan(text, text, text, text, text) is
+comment on function pgmem.cron_plan(text, text, text, text, text, text) is
     'The pg_cron jobs pgmem.schedule() installs: job, cron job name, schedule (NULL = not scheduled) and command. Useful to schedule from another database with cron.schedule_in_database.';
 
 create or replace function pgmem._require_cron(p_for text)
@@ -310,7 +317,8 @@ create or replace function pgmem.schedule(
     p_archive text default '17 3 * * *',
     p_capacity text default '27 3 * * *',
     p_purge text default '37 3 * * *',
-    p_sessions text default '*/15 * * * *'
+    p_sessions text default '*/15 * * * *',
+    p_consolidate text default '47 3 * * *'
 )
 returns table (job text, jobname text, schedule text, command text, jobid bigint)
 language plpgsql
@@ -324,17 +332,17 @@ begin
     -- since cron.schedule upserts by job name, updated in place.
     perform cron.unschedule(c.jobid)
     from cron.job as c
-    join pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions) as p on p.jobname = c.jobname
+    join pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions, p_consolidate) as p on p.jobname = c.jobname
     where p.schedule is null and c.database = pg_catalog.current_database();
     return query
     select p.job, p.jobname, p.schedule, p.command,
            case when p.schedule is not null then cron.schedule(p.jobname, p.schedule, p.command) end
-    from pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions) as p;
+    from pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions, p_consolidate) as p;
 end
 $$;
 
-comment on function pgmem.schedule(text, text, text, text, text) is
-    'Installs (or updates) the pg_cron jobs pgmem-decay (default hourly), pgmem-archive, pgmem-capacity and pgmem-purge (daily), pgmem-sessions (every 15 minutes); a NULL schedule removes that job. Each runs pgmem.run_job as the calling role. Raises PM036 with a way out when pg_cron is not installed in this database.';
+comment on function pgmem.schedule(text, text, text, text, text, text) is
+    'Installs (or updates) the pg_cron jobs pgmem-decay (default hourly), pgmem-archive, pgmem-capacity, pgmem-purge and pgmem-consolidate (daily), pgmem-sessions (every 15 minutes); a NULL schedule removes that job. Each runs pgmem.run_job as the calling role. Raises PM036 with a way out when pg_cron is not installed in this database.';
 
 create or replace function pgmem.unschedule()
 returns bigint

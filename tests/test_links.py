@@ -1,0 +1,325 @@
+"""Association links at write (issue 10, part 3): same_session and same_entity links
+made by pgmem.remember and remember_many, their per-memory bound, ripple recall over
+them capped by ripple_limit, pgmem.context's Related section, and tenant isolation.
+Every test works in tenants of its own, through the tenant's login role."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import psycopg
+from conftest import Db, Tenant
+from psycopg.types.json import Jsonb
+
+DIMS = 384
+NewTenant = Callable[[], Tenant]
+
+
+def vec(*parts: tuple[int, float]) -> list[float]:
+    """A unit vector from (axis, weight) pairs."""
+    v = [0.0] * DIMS
+    for axis, weight in parts:
+        v[axis] += weight
+    n = math.sqrt(sum(x * x for x in v))
+    return [x / n for x in v]
+
+
+def remember(
+    conn: psycopg.Connection,
+    content: str,
+    embedding: Sequence[float] | None = None,
+    *,
+    subject: str = "alice",
+    session: str | None = None,
+    triple: tuple[str, str, str] | None = None,
+    kind: str = "semantic",
+) -> int:
+    t = triple or (None, None, None)
+    row = conn.execute(
+        "select action, memory_id"
+        " from pgmem.remember(%s, %s, %s::real[], %s, null, %s, %s, %s, %s)",
+        (subject, content, embedding, kind, *t, session),
+    ).fetchone()
+    assert row is not None and row[0] == "inserted", row
+    return int(row[1])
+
+
+def links(conn: psycopg.Connection) -> set[tuple[int, int, str]]:
+    rows = conn.execute("select from_id, to_id, link_type from pgmem.memory_links").fetchall()
+    return {(int(a), int(b), str(t)) for a, b, t in rows}
+
+
+def linked(conn: psycopg.Connection, a: int, b: int) -> str | None:
+    """The association link type between two memories, whichever way it points."""
+    for f, t, kind in links(conn):
+        if {f, t} == {a, b}:
+            return kind
+    return None
+
+
+def association_counts(conn: psycopg.Connection) -> dict[int, int]:
+    rows = conn.execute(
+        "select m.memory_id, count(l.*) from pgmem.memories as m"
+        " left join pgmem.memory_links as l on (l.from_id = m.memory_id or l.to_id = m.memory_id)"
+        "  and l.link_type in ('same_session', 'same_entity')"
+        " group by m.memory_id"
+    ).fetchall()
+    return {int(i): int(n) for i, n in rows}
+
+
+def set_settings(db: Db, tenant: str, **values: Any) -> None:
+    for column, value in values.items():
+        db.admin.execute(
+            psycopg.sql.SQL("update pgmem.settings set {} = %s where tenant_id = %s").format(
+                psycopg.sql.Identifier(column)
+            ),
+            (value, tenant),
+        )
+
+
+def test_facts_of_one_session_are_linked_same_session(new_tenant: NewTenant) -> None:
+    t = new_tenant()
+    a = remember(t.conn, "Moved to a flat near the river", vec((0, 1)), session="s1")
+    b = remember(t.conn, "Started a new job at the bakery", vec((1, 1)), session="s1")
+    c = remember(t.conn, "Owns a grey cat", vec((2, 1)), session="s2")
+    d = remember(t.conn, "Bakes bread on Sundays", vec((1, 1), (3, 1)), session="s2")
+    assert links(t.conn) == {(b, a, "same_session"), (d, c, "same_session")}
+    weights = t.conn.execute("select weight from pgmem.memory_links").fetchall()
+    # Orthogonal facts get the floor weight; a weight never leaves (0, 1].
+    assert all(0 < w <= 1 for (w,) in weights)
+    assert min(w for (w,) in weights) == 0.05
+
+
+def test_facts_naming_one_entity_are_linked_across_sessions(new_tenant: NewTenant) -> None:
+    t = new_tenant()
+    sister = remember(
+        t.conn,
+        "User's sister is Anna",
+        vec((0, 1)),
+        session="s1",
+        triple=("user", "sister", "Anna"),
+    )
+    city = remember(
+        t.conn,
+        "Anna lives in Berlin",
+        vec((5, 1)),
+        session="s2",
+        triple=("anna", "lives_in", "Berlin"),
+    )
+    # Both about the user, nothing else in common: 'user' is no entity.
+    job = remember(
+        t.conn,
+        "User works as a nurse",
+        vec((6, 1)),
+        session="s3",
+        triple=("user", "occupation", "nurse"),
+    )
+    # A qualified predicate names its entity (opinion_of:berlin), its object is a value.
+    opinion = remember(
+        t.conn,
+        "User loves Berlin",
+        vec((7, 1)),
+        session="s4",
+        triple=("user", "opinion_of:berlin", "likes"),
+    )
+    assert linked(t.conn, sister, city) == "same_entity"
+    assert linked(t.conn, city, opinion) == "same_entity"
+    assert linked(t.conn, job, sister) is None and linked(t.conn, job, opinion) is None
+    # Shared entity weighs at least half, whatever the vectors say.
+    weight = t.conn.execute(
+        "select weight from pgmem.memory_links where from_id = %s and to_id = %s", (city, sister)
+    ).fetchone()
+    assert weight == (0.5,)
+
+
+def test_link_counts_are_bounded_keeping_the_strongest(db: Db, new_tenant: NewTenant) -> None:
+    t = new_tenant()
+    # Written without a link budget: three unlinked facts of one session.
+    set_settings(db, t.name, max_links_per_memory=0)
+    far = remember(t.conn, "far fact", vec((0, 1)), session="s")
+    near = remember(t.conn, "near fact", vec((1, 1)), session="s")
+    nearest = remember(t.conn, "nearest fact", vec((2, 1)), session="s")
+    assert links(t.conn) == set()
+    set_settings(db, t.name, max_links_per_memory=2)
+    # A new fact of the session keeps its two strongest candidates.
+    new = remember(t.conn, "new fact", vec((2, 1), (1, 0.6), (0, 0.1), (7, 1)), session="s")
+    assert {i for i in (far, near, nearest) if linked(t.conn, new, i)} == {near, nearest}
+    # nearest has one link left; the next fact like it takes it, the one after finds it full.
+    second = remember(t.conn, "second fact", vec((2, 1), (5, 1)), session="s")
+    assert linked(t.conn, second, nearest) == "same_session"
+    third = remember(t.conn, "third fact", vec((2, 1), (6, 1)), session="s")
+    assert linked(t.conn, third, nearest) is None
+    counts = association_counts(t.conn)
+    assert max(counts.values()) == 2 and counts[nearest] == 2, counts
+    # Without a budget nothing is linked.
+    set_settings(db, t.name, max_links_per_memory=0)
+    before = links(t.conn)
+    remember(t.conn, "one more fact", vec((9, 1)), session="s")
+    assert links(t.conn) == before
+
+
+def test_a_batch_links_its_facts_in_item_order(new_tenant: NewTenant) -> None:
+    t = new_tenant()
+    items = [
+        {
+            "content": "Flew to Lisbon",
+            "session_id": "turn-1",
+            "kind": "episodic",
+            "embedding": vec((0, 1)),
+        },
+        {
+            "content": "Stayed at a hostel",
+            "session_id": "turn-1",
+            "kind": "episodic",
+            "embedding": vec((1, 1)),
+        },
+        {
+            "content": "Tried custard tarts",
+            "session_id": "turn-1",
+            "kind": "episodic",
+            "embedding": vec((2, 1)),
+        },
+    ]
+    rows = t.conn.execute(
+        "select item, action, memory_id from pgmem.remember_many(%s, 'alice')", (Jsonb(items),)
+    ).fetchall()
+    ids = [int(r[2]) for r in rows]
+    assert [r[1] for r in rows] == ["inserted"] * 3
+    # Every pair of the turn is linked once.
+    assert links(t.conn) == {
+        (ids[0], ids[1], "same_session"),
+        (ids[0], ids[2], "same_session"),
+        (ids[1], ids[2], "same_session"),
+    }
+
+
+def recall_ids(
+    conn: psycopg.Connection, query: str, embedding: Sequence[float] | None, **params: Any
+) -> list[tuple[int, int]]:
+    args = ", ".join(f"p_{k} => %({k})s" for k in params)
+    rows = conn.execute(
+        f"select memory_id, hops from pgmem.recall('alice', %(q)s, %(e)s::real[]::public.vector,"
+        f" p_reinforce => false{', ' + args if args else ''})",
+        {"q": query, "e": None if embedding is None else list(embedding), **params},
+    ).fetchall()
+    return [(int(i), int(h)) for i, h in rows]
+
+
+def test_ripple_finds_a_same_entity_fact_that_direct_recall_misses(
+    new_tenant: NewTenant,
+) -> None:
+    t = new_tenant()
+    sister = remember(
+        t.conn,
+        "User's sister is Anna",
+        vec((0, 1)),
+        session="s1",
+        triple=("user", "sister", "Anna"),
+    )
+    city = remember(
+        t.conn,
+        "Anna lives in Berlin",
+        vec((5, 1)),
+        session="s2",
+        triple=("anna", "lives_in", "Berlin"),
+    )
+    for i in range(6):
+        remember(t.conn, f"Unrelated note {i} about gardening", vec((10 + i, 1)), session=f"g{i}")
+    question = vec((0, 1), (20, 0.2))
+    direct = recall_ids(t.conn, "where does my sister live", question, k=1)
+    assert direct == [(sister, 0)]
+    rippled = recall_ids(t.conn, "where does my sister live", question, k=1, hops=1)
+    assert (city, 1) in rippled
+    via = t.conn.execute(
+        "select via_memory_id, via_link from pgmem.recall('alice', 'where does my sister live',"
+        " %s::real[]::public.vector, p_k => 1, p_hops => 1, p_reinforce => false)"
+        " where memory_id = %s",
+        (question, city),
+    ).fetchone()
+    assert via == (sister, "same_entity")
+
+
+def test_ripple_rows_are_capped_by_ripple_limit(db: Db, new_tenant: NewTenant) -> None:
+    t = new_tenant()
+    hit = remember(t.conn, "The quarterly report is due Friday", vec((0, 1)), session="work")
+    for i in range(6):
+        remember(t.conn, f"Work note {i}", vec((10 + i, 1)), session="work")
+    # Text only: the report is the one candidate, so k leaves room for every ripple row.
+    rows = recall_ids(t.conn, "quarterly report", None, k=10, hops=1)
+    assert rows[0] == (hit, 0)
+    assert len([r for r in rows if r[1] > 0]) == 3  # the default ripple_limit
+    set_settings(db, t.name, ripple_limit=1)
+    rows = recall_ids(t.conn, "quarterly report", None, k=10, hops=1)
+    assert len([r for r in rows if r[1] > 0]) == 1
+    # ... and never more than k.
+    set_settings(db, t.name, ripple_limit=5)
+    rows = recall_ids(t.conn, "quarterly report", None, k=2, hops=1)
+    assert len([r for r in rows if r[1] > 0]) == 2
+    set_settings(db, t.name, ripple_limit=0)
+    assert recall_ids(t.conn, "quarterly report", None, k=10, hops=1) == [(hit, 0)]
+
+
+def test_context_shows_ripple_rows_in_their_own_section(new_tenant: NewTenant) -> None:
+    t = new_tenant()
+    remember(
+        t.conn,
+        "User's sister is Anna",
+        vec((0, 1)),
+        session="s1",
+        triple=("user", "sister", "Anna"),
+    )
+    remember(
+        t.conn,
+        "Anna lives in Berlin",
+        vec((5, 1)),
+        session="s2",
+        triple=("anna", "lives_in", "Berlin"),
+    )
+    remember(t.conn, "Went hiking in the Alps", vec((9, 1)), session="s3", kind="episodic")
+    question = vec((0, 1))
+
+    def context(hops: int) -> str:
+        row = t.conn.execute(
+            "select pgmem.context('alice', 'who is my sister', %s::real[]::public.vector,"
+            " p_k => 1, p_hops => %s, p_reinforce => false)",
+            (question, hops),
+        ).fetchone()
+        assert row is not None
+        return str(row[0])
+
+    plain = context(0)
+    assert "User's sister is Anna" in plain and "Berlin" not in plain and "Related" not in plain
+    block = context(1)
+    facts, related = block.split("\n\n## Related (linked to the memories above)\n")
+    assert facts.startswith("## Facts\n") and "User's sister is Anna" in facts
+    assert "Anna lives in Berlin" in related and "Anna lives in Berlin" not in facts
+
+
+def test_links_and_ripple_stay_within_a_tenant(new_tenant: NewTenant) -> None:
+    a, b = new_tenant(), new_tenant()
+    a1 = remember(
+        a.conn,
+        "Anna lives in Berlin",
+        vec((0, 1)),
+        session="shared",
+        triple=("anna", "lives_in", "Berlin"),
+    )
+    a2 = remember(
+        a.conn, "Anna plays cello", vec((1, 1)), session="shared", triple=("anna", "plays", "cello")
+    )
+    b1 = remember(
+        b.conn,
+        "Anna is the new manager",
+        vec((0, 1)),
+        session="shared",
+        triple=("anna", "role", "manager"),
+    )
+    assert linked(a.conn, a1, a2) == "same_entity"
+    # b's fact has the same session id and entity as a's, and links to neither.
+    assert links(b.conn) == set()
+    assert all(b1 not in (f, t) for f, t, _ in links(a.conn))
+    # b's ripple cannot walk into a's memories.
+    rows = recall_ids(b.conn, "Anna", vec((0, 1)), k=5, hops=3)
+    assert rows == [(b1, 0)]
