@@ -190,9 +190,19 @@ class Memory:
             yield target
 
     def _bind_tenant(self, conn: Connection) -> None:
+        # Once the embedder exists (it is made before the first vector is computed),
+        # every transaction declares its model: the database refuses vectors of a
+        # model other than the tenant's (PM025).
+        model = self._embedder.model if self._embedder is not None else None
         if self.tenant is None:
-            return  # a login role's binding, or PM001 from the first function that needs one
-        row = _one(conn, queries.BIND_TENANT, {"tenant": self.tenant})
+            # A login role's binding, or PM001 from the first function that needs one.
+            if model is not None:
+                _one(conn, queries.USE_EMBEDDING_MODEL, {"model": model})
+            return
+        if model is None:
+            row = _one(conn, queries.BIND_TENANT, {"tenant": self.tenant})
+        else:
+            row = _one(conn, queries.BIND_TENANT_MODEL, {"tenant": self.tenant, "model": model})
         if row["tenant"] != self.tenant:
             raise TenantError(
                 f"this connection's role acts for tenant {row['tenant']!r}, not {self.tenant!r}; "
@@ -218,10 +228,13 @@ class Memory:
             self._llm_loaded = True
         return self._llm
 
-    def _embed(self, texts: Sequence[str]) -> list[list[float] | None]:
+    def _embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float] | None]:
+        """Passage vectors of ``texts`` (what is stored), or query vectors with ``query``."""
         embedder = self._get_embedder()
         if embedder is None or not texts:
             return [None] * len(texts)
+        if query:
+            return list(embedder.embed_queries(list(texts)))
         return list(embedder.embed(list(texts)))
 
     # ----------------------------------------------------------------- write
@@ -400,7 +413,7 @@ class Memory:
         ``as_of`` answers as of a past time. Returned memories are reinforced
         unless ``reinforce=False``.
         """
-        embedding = self._embed([query])[0] if query.strip() else None
+        embedding = self._embed([query], query=True)[0] if query.strip() else None
         params = {
             "subject": user_id,
             "query": query,
@@ -438,7 +451,7 @@ class Memory:
         """A prompt block of what is known about ``user_id`` for ``query``
         (``pgmem.context``): sections by kind, dated lines, most relevant first,
         within ``token_budget`` (estimated) tokens. Empty when nothing fits."""
-        embedding = self._embed([query])[0] if query.strip() else None
+        embedding = self._embed([query], query=True)[0] if query.strip() else None
         params = {
             "subject": user_id,
             "query": query,
@@ -521,6 +534,34 @@ class Memory:
                 "backlog": backlog[0] if backlog else None,
                 "capacity": _rows(c, queries.CAPACITY_USAGE, params),
             }
+
+    # ------------------------------------------------------- embedding model
+
+    def reembed(
+        self, model: str | None = None, *, batch: int = 64, conn: Connection | None = None
+    ) -> int:
+        """Move the tenant's vectors to ``model`` (default: this client's embedder's):
+        ``pgmem.start_reembed`` queues worker jobs; a worker running that model embeds
+        and stages the new vectors, and the last job switches them all in with the
+        tenant's model. Returns the jobs queued (0: nothing stored, switched at once)."""
+        if model is None:
+            embedder = self._get_embedder()
+            if embedder is None:
+                raise ValueError("reembed needs a model name or an embedder")
+            model = embedder.model
+        with self.transaction(conn) as c:
+            return int(_one(c, queries.START_REEMBED, {"model": model, "batch": batch})["jobs"])
+
+    def reembed_status(self, *, conn: Connection | None = None) -> Row:
+        """``pgmem.reembed_status()``: the tenant's model, a running re-embed's target
+        model, memories with a vector, vectors staged, pending and failed jobs."""
+        with self.transaction(conn) as c:
+            return _one(c, queries.REEMBED_STATUS, {})
+
+    def cancel_reembed(self, *, conn: Connection | None = None) -> bool:
+        """Stop a running re-embed (the tenant keeps its model); False when none ran."""
+        with self.transaction(conn) as c:
+            return bool(_one(c, queries.CANCEL_REEMBED, {})["cancelled"])
 
     # ------------------------------------------ short-term and working memory
 

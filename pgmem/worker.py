@@ -8,6 +8,10 @@ What it does with each kind of work:
   ``pgmem.remember_many`` call, which decides every item (rejections included).
 - ``merge`` (queued by ``pgmem.remember`` for near-duplicates): merge the two facts'
   texts (LLM, or the more specific one kept whole) and call ``pgmem.merge``.
+- ``embed`` job (queued by ``pgmem.start_reembed``, payload ``reembed`` = a model and
+  ``memory_ids``): embed those memories with the worker's model, which must be the one
+  asked for, and stage the vectors (``pgmem.stage_reembed``); the job that stages the
+  last one switches the tenant to the new model.
 - ``embed`` pass: active memories written by plain SQL without an embedding
   (``pgmem.claim_unembedded`` / ``pgmem.set_embedding``); no inbox row is involved.
 - ``fold`` pass: sessions whose turns left the window (``pgmem.claim_folds``, a lease
@@ -204,6 +208,28 @@ class _Turn:
 
 
 @dataclass
+class _Reembed:
+    """A re-embed job: the memories' ids and, once embedded, their new vectors."""
+
+    model: str = ""
+    ids: list[int] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    vectors: list[list[float]] = field(default_factory=list)
+    error: BaseException | None = None
+    spent: float = 0.0
+
+
+def _reembed_payload(payload: Mapping[str, Any]) -> tuple[str, list[int]]:
+    model, ids = payload.get("reembed"), payload.get("memory_ids")
+    if not isinstance(model, str) or not model or not isinstance(ids, list):
+        raise JobError("embed payload needs 'reembed' (a model) and 'memory_ids'")
+    try:
+        return model, [int(i) for i in ids]
+    except (TypeError, ValueError):
+        raise JobError("embed payload 'memory_ids' must be integers") from None
+
+
+@dataclass
 class _Merge:
     """A merge job: which row to keep, and the merged text with its vector when it is new."""
 
@@ -214,6 +240,9 @@ class _Merge:
     vector: list[float] | None = None
     error: BaseException | None = None
     spent: float = 0.0
+
+
+_Prepared = _Turn | _Merge | _Reembed
 
 
 def _messages(payload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -396,8 +425,12 @@ class Worker:
             yield
 
     def _bind(self, conn: Conn, tenant: str) -> None:
+        """Bind the job's tenant and declare the worker's embedding model (PM025 guards)."""
+        model = {"model": self.embedder.model}
         if self._bind_per_job:
-            conn.execute(queries.BIND_TENANT, {"tenant": tenant})
+            conn.execute(queries.BIND_TENANT_MODEL, {"tenant": tenant, **model})
+        else:
+            conn.execute(queries.USE_EMBEDDING_MODEL, model)
 
     # --------------------------------------------------------------------- loop
 
@@ -504,7 +537,7 @@ class Worker:
         return stats.jobs
 
     def _run_job(
-        self, conn: Conn, job: dict[str, Any], prepared: _Turn | _Merge | None, stats: BatchStats
+        self, conn: Conn, job: dict[str, Any], prepared: _Prepared | None, stats: BatchStats
     ) -> None:
         tenant, inbox_id = job["tenant_id"], job["inbox_id"]
         try:
@@ -515,6 +548,8 @@ class Worker:
                     result = self._remember_turn(conn, job, prepared)
                 elif isinstance(prepared, _Merge):
                     result = self._merge(conn, prepared)
+                elif isinstance(prepared, _Reembed):
+                    result = self._stage_reembed(conn, prepared)
                 else:
                     raise JobError(f"the worker does not handle {job['job']!r} jobs")
                 conn.execute(
@@ -540,7 +575,7 @@ class Worker:
             name = str(action.get("action"))
             stats.actions[name] = stats.actions.get(name, 0) + 1
 
-    def _limit_statements(self, conn: Conn, prepared: _Turn | _Merge | None) -> None:
+    def _limit_statements(self, conn: Conn, prepared: _Prepared | None) -> None:
         """Give the job's statements what remains of its budget (SET LOCAL inside the
         savepoint; the next job sets its own, and the batch's commit ends it)."""
         if prepared is not None and prepared.error is not None:
@@ -583,15 +618,18 @@ class Worker:
 
     # ------------------------------------------------------------------ prepare
 
-    def _prepare(self, conn: Conn, jobs: list[dict[str, Any]]) -> dict[int, _Turn | _Merge | None]:
+    def _prepare(self, conn: Conn, jobs: list[dict[str, Any]]) -> dict[int, _Prepared | None]:
         """Extract every turn and merge text of the batch, then embed them all in one call."""
-        prepared: dict[int, _Turn | _Merge | None] = {job["inbox_id"]: None for job in jobs}
+        prepared: dict[int, _Prepared | None] = {job["inbox_id"]: None for job in jobs}
         turns = [job for job in jobs if job["job"] == "turn"]
         merges = [job for job in jobs if job["job"] == "merge"]
         for job in turns:
             prepared[job["inbox_id"]] = _Turn()
         for job in merges:
             prepared[job["inbox_id"]] = self._load_merge(conn, job)
+        for job in jobs:
+            if job["job"] == "embed":
+                prepared[job["inbox_id"]] = self._load_reembed(conn, job)
 
         def think(job: dict[str, Any]) -> None:
             item = prepared[job["inbox_id"]]
@@ -618,6 +656,32 @@ class Worker:
                 think(job)
         self._embed_prepared([p for p in prepared.values() if p is not None])
         return prepared
+
+    def _load_reembed(self, conn: Conn, job: dict[str, Any]) -> _Reembed:
+        item = _Reembed()
+        try:
+            item.model, ids = _reembed_payload(job["payload"])
+            if item.model != self.embedder.model:
+                # Not a JobError: a worker running that model may take it on a retry.
+                raise WorkerError(
+                    f"re-embed to {item.model} needs a worker running that model; "
+                    f"this one runs {self.embedder.model}"
+                )
+            with conn.transaction():
+                self._bind(conn, job["tenant_id"])
+                rows = conn.execute(
+                    wq.LOAD_MEMORIES, {"tenant": job["tenant_id"], "ids": ids}
+                ).fetchall()
+        except Exception as exc:
+            if conn.broken:
+                raise
+            item.error = exc
+            return item
+        # Memories purged since the job was queued have nothing to stage.
+        rows.sort(key=lambda r: r["memory_id"])
+        item.ids = [r["memory_id"] for r in rows]
+        item.texts = [r["content"] for r in rows]
+        return item
 
     def _load_merge(self, conn: Conn, job: dict[str, Any]) -> _Merge:
         item = _Merge()
@@ -652,7 +716,7 @@ class Worker:
         elif merged != stored_text:
             item.content = merged
 
-    def _embed_prepared(self, items: list[_Turn | _Merge]) -> None:
+    def _embed_prepared(self, items: list[_Prepared]) -> None:
         """Embed each job's facts (or merged text) in chunks, against its budget.
 
         One embedding call per job rather than per batch: the local model costs the same
@@ -663,6 +727,8 @@ class Worker:
                 continue
             if isinstance(item, _Turn):
                 texts = [p.content for p in item.planned if p.rejected is None]
+            elif isinstance(item, _Reembed):
+                texts = item.texts
             elif item.content is not None:
                 texts = [item.content]
             else:
@@ -681,7 +747,9 @@ class Worker:
                 item.error = exc
             if item.error is not None:
                 continue
-            if isinstance(item, _Turn):
+            if isinstance(item, _Reembed):
+                item.vectors = vectors
+            elif isinstance(item, _Turn):
                 chunk = iter(vectors)
                 item.vectors = [
                     None if p.rejected is not None else next(chunk) for p in item.planned
@@ -689,7 +757,7 @@ class Worker:
             else:
                 item.vector = vectors[0]
 
-    def _check_budget(self, item: _Turn | _Merge, doing: str) -> bool:
+    def _check_budget(self, item: _Prepared, doing: str) -> bool:
         """Marks a job that ran over its budget failed; True when it did."""
         if item.error is None and item.spent > self.job_timeout:
             item.error = JobTimeout(
@@ -730,6 +798,16 @@ class Worker:
         if turn.result.fallback_reason:
             result["fallback_reason"] = turn.result.fallback_reason
         return result
+
+    def _stage_reembed(self, conn: Conn, item: _Reembed) -> dict[str, Any]:
+        if item.error is not None:
+            raise item.error
+        row = conn.execute(
+            wq.STAGE_REEMBED,
+            {"model": item.model, "ids": item.ids, "embeddings": item.vectors or None},
+        ).fetchone()
+        assert row is not None
+        return {"model": item.model, "embedded": len(item.ids), "state": row["state"]}
 
     def _merge(self, conn: Conn, item: _Merge) -> dict[str, Any]:
         if item.error is not None:

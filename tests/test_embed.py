@@ -139,9 +139,9 @@ def test_local_cache_hit_avoids_recomputation(
     computed: list[list[str]] = []
     real_compute = embedder._compute
 
-    def counting_compute(texts: list[str]) -> list[Sequence[float]]:
+    def counting_compute(texts: list[str], *, query: bool) -> list[Sequence[float]]:
         computed.append(list(texts))
-        return real_compute(texts)
+        return real_compute(texts, query=query)
 
     monkeypatch.setattr(embedder, "_compute", counting_compute)
 

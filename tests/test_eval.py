@@ -40,6 +40,12 @@ class WordHashEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [self.embed_one(t) for t in texts]
 
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embed(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_one(text)
+
     def embed_one(self, text: str) -> list[float]:
         v = [0.0] * DIMS
         v[0] = 0.1  # never the zero vector
