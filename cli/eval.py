@@ -132,12 +132,24 @@ def locomo(
     print_report(report)
 
 
+def _metric_title(name: str) -> str:
+    if name.startswith("R@"):
+        return f"recall@{name[2:]} of evidence turns"
+    if name.startswith("Hit@"):
+        return f"{name}: share of questions with an evidence turn in the first {name[4:]}"
+    if name == "MRR":
+        return "MRR: mean reciprocal rank of the first evidence turn (first 10)"
+    return f"{name}: normalized discounted cumulative gain"
+
+
 def print_report(report: evaluation.Report) -> None:
-    """One table per k: a row per mode, a column per question category and overall."""
+    """One table per metric (recall@k, Hit@k, MRR, nDCG@10): a row per mode, a column
+    per question category and overall."""
     labels = list(report.results[0].recall) if report.results else []
-    for k in report.ks:
+    names = list(report.results[0].metrics.get("overall", {})) if report.results else []
+    for name in names:
         table = Table(
-            title=f"recall@{k} of evidence turns",
+            title=_metric_title(name),
             title_justify="left",
             box=box.SIMPLE_HEAD,
             pad_edge=False,
@@ -151,7 +163,7 @@ def print_report(report: evaluation.Report) -> None:
         for result in report.results:
             table.add_row(
                 result.mode,
-                *(f"{result.recall[label][k]:.3f}" for label in labels),
+                *(f"{result.metrics[label][name]:.3f}" for label in labels),
                 f"{result.seconds:.1f}",
             )
         console.print(table)

@@ -268,6 +268,35 @@ def test_recall_at_counts_evidence_in_the_first_k_memories() -> None:
         ev.recall_at(retrieved, [], 5)
 
 
+def test_ranking_metrics_on_a_hand_computed_example() -> None:
+    retrieved = [["D1:1"], ["D1:2", "D3:4"], ["D1:3"], ["D2:1"]]
+    evidence = ["D1:2", "D1:3"]
+    assert (ev.hit_at(retrieved, evidence, 1), ev.hit_at(retrieved, evidence, 2)) == (0.0, 1.0)
+    # First evidence turn at rank 2.
+    assert ev.reciprocal_rank(retrieved, evidence) == 0.5
+    # Gains at ranks 2 and 3: DCG = 1/log2(3) + 1/log2(4) = 0.63093 + 0.5 = 1.13093;
+    # ideal: both first, IDCG = 1 + 1/log2(3) = 1.63093; nDCG = 1.13093 / 1.63093.
+    assert ev.ndcg_at(retrieved, evidence, 10) == pytest.approx(0.693426, abs=1e-6)
+    assert ev.ndcg_at(retrieved, evidence, 2) == pytest.approx(0.386853, abs=1e-6)
+    # One memory holding both evidence turns gains once: 1 / 1.63093.
+    assert ev.ndcg_at([["D1:2", "D1:3"]], evidence, 10) == pytest.approx(0.613147, abs=1e-6)
+    # Nothing found: zeros. An id naming no turn stays in the ideal list.
+    assert ev.reciprocal_rank([["D9:9"]], evidence) == 0.0
+    assert ev.ndcg_at([["D9:9"]], evidence, 10) == 0.0
+    assert ev.ndcg_at([["D3:4"]], ["D3:4", "D99:1"], 10) == pytest.approx(0.613147, abs=1e-6)
+    assert ev.ndcg_at([["D3:4"]], ["D3:4"], 10) == 1.0
+    for metric in (ev.reciprocal_rank, lambda r, e: ev.hit_at(r, e, 5)):
+        with pytest.raises(ValueError, match="without evidence"):
+            metric(retrieved, [])
+
+    metrics = ev.question_metrics({5: retrieved[:3], 10: retrieved}, evidence)
+    assert metrics == pytest.approx(
+        {"R@5": 1.0, "R@10": 1.0, "Hit@5": 1.0, "Hit@10": 1.0, "MRR": 0.5, "nDCG@10": 0.693426},
+        abs=1e-6,
+    )
+    assert list(metrics) == ["R@5", "R@10", "Hit@5", "Hit@10", "MRR", "nDCG@10"]
+
+
 def test_embed_by_length_returns_vectors_in_the_order_given() -> None:
     class Recorder(WordHashEmbedder):
         def __init__(self) -> None:
@@ -461,6 +490,14 @@ def test_evaluate_reports_every_mode_per_category(dsn: str, locomo_file: Path) -
     assert accessed == (0,)
     data = report.as_dict()
     assert json.loads(json.dumps(data))["modes"][0]["recall"]["overall"].keys() == {"R@5", "R@10"}
+    assert json.loads(json.dumps(data))["modes"][0]["metrics"]["overall"].keys() == {
+        "R@5",
+        "R@10",
+        "Hit@5",
+        "Hit@10",
+        "MRR",
+        "nDCG@10",
+    }
     assert data["settings"]["half_life_episodic"] == "30 days"
 
 

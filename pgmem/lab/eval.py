@@ -23,11 +23,12 @@ Results and what each engine feature adds: docs/eval.md.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -58,13 +59,17 @@ __all__ = [
     "embed_by_length",
     "evaluate",
     "evaluated_questions",
+    "hit_at",
     "ingest",
     "load_locomo",
+    "ndcg_at",
     "normalize_evidence",
     "parse_session_date",
+    "question_metrics",
     "question_period",
     "question_window",
     "recall_at",
+    "reciprocal_rank",
     "run_locomo",
     "scratch_database",
     "set_tenant_settings",
@@ -340,6 +345,68 @@ def recall_at(retrieved: Sequence[Iterable[str]], evidence: Sequence[str], k: in
     return sum(1 for e in evidence if e in found) / len(evidence)
 
 
+def hit_at(retrieved: Sequence[Iterable[str]], evidence: Sequence[str], k: int) -> float:
+    """1.0 when any evidence id is among the first ``k`` retrieved memories, else 0.0."""
+    if not evidence:
+        raise ValueError("hit of a question without evidence is undefined")
+    wanted = set(evidence)
+    return 1.0 if any(wanted.intersection(ids) for ids in retrieved[:k]) else 0.0
+
+
+def reciprocal_rank(retrieved: Sequence[Iterable[str]], evidence: Sequence[str]) -> float:
+    """1/rank of the first retrieved memory holding an evidence id (0.0 when none does);
+    averaged over questions, the mean reciprocal rank (MRR) of the list given."""
+    if not evidence:
+        raise ValueError("reciprocal rank of a question without evidence is undefined")
+    wanted = set(evidence)
+    for rank, ids in enumerate(retrieved, start=1):
+        if wanted.intersection(ids):
+            return 1.0 / rank
+    return 0.0
+
+
+def ndcg_at(retrieved: Sequence[Iterable[str]], evidence: Sequence[str], k: int) -> float:
+    """Normalized discounted cumulative gain of the first ``k`` memories, binary gains.
+
+    A memory gains 1 when it holds an evidence id not found higher up (a memory carrying
+    two identical turns counts once); DCG = sum of gain / log2(rank + 1). The ideal list
+    puts min(len(evidence), k) evidence turns first; as for recall, evidence ids that name
+    no turn stay in that ideal, so no retriever reaches 1.0 on such a question.
+    """
+    if not evidence:
+        raise ValueError("nDCG of a question without evidence is undefined")
+    wanted = set(evidence)
+    found: set[str] = set()
+    dcg = 0.0
+    for rank, ids in enumerate(retrieved[:k], start=1):
+        new = wanted.intersection(ids) - found
+        if new:
+            found |= new
+            dcg += 1.0 / math.log2(rank + 1)
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(wanted), k) + 1))
+    return dcg / ideal
+
+
+# Rank cut of nDCG; MRR reads the same top list.
+NDCG_K = 10
+
+
+def question_metrics(
+    by_k: Mapping[int, Sequence[Iterable[str]]], evidence: Sequence[str]
+) -> dict[str, float]:
+    """Every metric of one question: R@k and Hit@k for each k of ``by_k`` (the answer
+    asked with that k), and MRR and nDCG@10 of the longest answer."""
+    top = by_k[max(by_k)]
+    metrics: dict[str, float] = {}
+    for k, retrieved in sorted(by_k.items()):
+        metrics[f"R@{k}"] = recall_at(retrieved, evidence, k)
+    for k, retrieved in sorted(by_k.items()):
+        metrics[f"Hit@{k}"] = hit_at(retrieved, evidence, k)
+    metrics["MRR"] = reciprocal_rank(top, evidence)
+    metrics[f"nDCG@{NDCG_K}"] = ndcg_at(top, evidence, NDCG_K)
+    return metrics
+
+
 # ------------------------------------------------------------------- statements
 #
 # Every statement this module runs is in pgmem.queries.eval, by name. The
@@ -567,6 +634,8 @@ class ModeResult:
     queries: int
     # Share of the memories in the first max(k) rows that ripple reached (hops > 0).
     ripple_share: float = 0.0
+    # category -> metric name (R@k, Hit@k, MRR, nDCG@10) -> mean over its questions.
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -610,6 +679,10 @@ class Report:
                     "recall": {
                         cat: {f"R@{k}": round(v, 4) for k, v in by_k.items()}
                         for cat, by_k in r.recall.items()
+                    },
+                    "metrics": {
+                        cat: {name: round(v, 4) for name, v in by_metric.items()}
+                        for cat, by_metric in r.metrics.items()
                     },
                     "questions": r.questions,
                     "seconds": round(r.seconds, 2),
@@ -689,13 +762,17 @@ def run_mode(
     probes: Sequence[_Probe],
     ks: Sequence[int] = KS,
 ) -> ModeResult:
-    """Ask every probe in one mode and average recall@k per category and overall."""
-    sums: dict[str, dict[int, float]] = {}
+    """Ask every probe in one mode and average each metric per category and overall.
+
+    The ranking metrics (MRR, nDCG@10) read the longest answer, asked with at least
+    k = 10 rows."""
+    sums: dict[str, dict[str, float]] = {}
     counts: dict[str, int] = {}
     queries = 0
     rippled = returned = 0
     started = time.perf_counter()
-    top = max(ks)
+    asked = sorted(set(ks) | {max(max(ks), NDCG_K)})
+    top = max(asked)
     for probe in probes:
         # Without ripple the first k rows of a top-K answer are the top-k answer
         # (same candidates, same order); ripple expands from the k hits, so it is
@@ -704,31 +781,43 @@ def run_mode(
         if mode.hops == 0:
             rows = _ask(conn, mode, probe, top)
             queries += 1
-            by_k = {k: rows[:k] for k in ks}
+            by_k = {k: rows[:k] for k in asked}
         else:
-            for k in ks:
+            for k in asked:
                 by_k[k] = _ask(conn, mode, probe, k)
                 queries += 1
-        returned += len(by_k[top])
-        rippled += sum(1 for _, hops in by_k[top] if hops > 0)
+        returned += len(by_k[max(ks)])
+        rippled += sum(1 for _, hops in by_k[max(ks)] if hops > 0)
+        metrics = question_metrics(
+            {k: [ids for ids, _ in rows] for k, rows in by_k.items()}, probe.question.evidence
+        )
+        # Only the k asked for are reported (a k = 10 answer asked for nDCG@10 is not).
+        metrics = {
+            name: value
+            for name, value in metrics.items()
+            if not name.startswith(("R@", "Hit@")) or int(name.partition("@")[2]) in ks
+        }
         for label in (category_label(probe.question.category), "overall"):
             counts[label] = counts.get(label, 0) + 1
-            bucket = sums.setdefault(label, dict.fromkeys(ks, 0.0))
-            for k in ks:
-                bucket[k] += recall_at([ids for ids, _ in by_k[k]], probe.question.evidence, k)
+            bucket = sums.setdefault(label, dict.fromkeys(metrics, 0.0))
+            for name, value in metrics.items():
+                bucket[name] += value
     seconds = time.perf_counter() - started
     order = [category_label(c) for c in sorted(CATEGORY_NAMES)] + ["overall"]
-    recall = {
-        label: {k: sums[label][k] / counts[label] for k in ks} for label in order if label in sums
+    means = {
+        label: {name: total / counts[label] for name, total in sums[label].items()}
+        for label in order
+        if label in sums
     }
     return ModeResult(
         mode=mode.name,
         description=mode.description,
-        recall=recall,
-        questions={label: counts[label] for label in recall},
+        recall={label: {k: m[f"R@{k}"] for k in ks} for label, m in means.items()},
+        questions={label: counts[label] for label in means},
         seconds=seconds,
         queries=queries,
         ripple_share=rippled / returned if returned else 0.0,
+        metrics=means,
     )
 
 
