@@ -382,7 +382,7 @@ def test_ingest_runs_under_row_level_security(
 
 
 def _probe(conv: ev.Conversation, question: str) -> Any:
-    [probe] = [p for p in ev._probes([conv], WordHashEmbedder()) if p.question.question == question]
+    [probe] = [p for p in ev.probes([conv], WordHashEmbedder()) if p.question.question == question]
     return probe
 
 

@@ -48,10 +48,12 @@ __all__ = [
     "KS",
     "MODES",
     "TENANT",
+    "ZH_SET",
     "Conversation",
     "EvalError",
     "Mode",
     "ModeResult",
+    "Probe",
     "Question",
     "Report",
     "Session",
@@ -65,6 +67,7 @@ __all__ = [
     "ndcg_at",
     "normalize_evidence",
     "parse_session_date",
+    "probes",
     "question_metrics",
     "question_period",
     "question_window",
@@ -74,6 +77,8 @@ __all__ = [
     "scratch_database",
     "set_tenant_settings",
     "tenant_connection",
+    "turn_vectors",
+    "vector_text",
 ]
 
 # LoCoMo's question categories, as numbered in the released data.
@@ -83,6 +88,10 @@ CATEGORY_NAMES: Mapping[int, str] = {
     3: "open-domain",
     4: "single-hop",
     5: "adversarial",
+    # The Chinese set shipped with pgmem (ZH_SET): questions in Chinese, and questions
+    # mixing Chinese and English (or English questions about Chinese memories).
+    6: "chinese",
+    7: "mixed-zh-en",
 }
 # Adversarial questions are unanswerable by design, so retrieving the turns they
 # cite is no success; the baselines this is compared with skip them as well.
@@ -90,6 +99,9 @@ SKIPPED_CATEGORIES = frozenset({5})
 KS = (5, 10)
 
 DEFAULT_DATABASE = "pgmem_eval"
+# Five synthetic personas' memories in Chinese (some mixed with English), 300 memories
+# and 129 questions with evidence ids, in LoCoMo's format: `pgmem eval zh`.
+ZH_SET = Path(__file__).resolve().parent / "data" / "zh_personas.json"
 TENANT = "locomo"
 
 
@@ -436,7 +448,8 @@ def scratch_database(
 tenant_connection = scratch.tenant_connection
 
 
-def _vector(values: Sequence[float]) -> str:
+def vector_text(values: Sequence[float]) -> str:
+    """A vector in pgvector's text form, for ``%s::public.vector``."""
     return "[" + ",".join(repr(float(v)) for v in values) + "]"
 
 
@@ -472,21 +485,9 @@ def session_id(conversation: Conversation, session: Session) -> str:
     return f"{conversation.sample_id}:session_{session.number}"
 
 
-def ingest(
-    conn: psycopg.Connection[dict[str, Any]],
-    conversations: Sequence[Conversation],
-    embedder: Embedder,
-    *,
-    captions: bool = False,
-) -> IngestStats:
-    """Store every turn as an episodic memory of its conversation (subject = sample_id).
-
-    ``conn`` must have a tenant bound (see :func:`tenant_connection`). Rows are inserted
-    set-wise, not through ``pgmem.remember``: its near-duplicate merging would fold short
-    turns ("Thanks!") together, and the evaluation needs every turn findable by its id.
-    """
-    stats = IngestStats()
-    rows = [
+def _turn_rows(conversations: Sequence[Conversation], *, captions: bool) -> list[tuple[Any, ...]]:
+    """The staging rows of every turn, in conversation, session and turn order."""
+    return [
         (
             conversation.sample_id,
             session_id(conversation, session),
@@ -501,16 +502,44 @@ def ingest(
         for session in conversation.sessions
         for seq, turn in enumerate(session.turns)
     ]
+
+
+def turn_vectors(
+    conversations: Sequence[Conversation], embedder: Embedder, *, captions: bool = False
+) -> list[list[float]]:
+    """The passage vectors of every turn, in :func:`ingest`'s order: embedded once, they
+    can be stored for several tenants (``ingest(..., vectors=...)``)."""
+    texts = [row[6] for row in _turn_rows(conversations, captions=captions)]
+    return embed_by_length(embedder, texts)
+
+
+def ingest(
+    conn: psycopg.Connection[dict[str, Any]],
+    conversations: Sequence[Conversation],
+    embedder: Embedder,
+    *,
+    captions: bool = False,
+    vectors: Sequence[Sequence[float]] | None = None,
+) -> IngestStats:
+    """Store every turn as an episodic memory of its conversation (subject = sample_id).
+
+    ``conn`` must have a tenant bound (see :func:`tenant_connection`). Rows are inserted
+    set-wise, not through ``pgmem.remember``: its near-duplicate merging would fold short
+    turns ("Thanks!") together, and the evaluation needs every turn findable by its id.
+    """
+    stats = IngestStats()
+    rows = _turn_rows(conversations, captions=captions)
     stats.turns = len(rows)
     started = time.perf_counter()
-    vectors = embed_by_length(embedder, [row[6] for row in rows])
+    if vectors is None:  # given: the turns' vectors, from turn_vectors()
+        vectors = turn_vectors(conversations, embedder, captions=captions)
     stats.embed_seconds = time.perf_counter() - started
     started = time.perf_counter()
     with conn.transaction():
         conn.execute(Q.STAGE_TURNS)
         with conn.cursor().copy(Q.COPY_TURNS) as copy:
             for row, vector in zip(rows, vectors, strict=True):
-                copy.write_row((*row, _vector(vector)))
+                copy.write_row((*row, vector_text(vector)))
         conn.execute(Q.ANALYZE_TURNS)
         for statement in (
             Q.INSERT_SUBJECTS,
@@ -717,26 +746,27 @@ def category_label(category: int) -> str:
 
 
 @dataclass(frozen=True)
-class _Probe:
+class Probe:
     subject: str
     question: Question
     embedding: str  # pgvector text form
     now: datetime
 
 
-def _probes(conversations: Sequence[Conversation], embedder: Embedder) -> list[_Probe]:
+def probes(conversations: Sequence[Conversation], embedder: Embedder) -> list[Probe]:
+    """Every evaluated question with its query vector and its conversation's "now"."""
     asked = [(c, q) for c in conversations for q in evaluated_questions(c)]
     vectors = embed_by_length(embedder, [q.question for _, q in asked], query=True)
     # The day after the last session: the conversation's "now", so recency
     # is measured in its own time, not against today's date.
     return [
-        _Probe(c.sample_id, q, _vector(v), c.last_date + timedelta(days=1))
+        Probe(c.sample_id, q, vector_text(v), c.last_date + timedelta(days=1))
         for (c, q), v in zip(asked, vectors, strict=True)
     ]
 
 
 def _ask(
-    conn: psycopg.Connection[dict[str, Any]], mode: Mode, probe: _Probe, k: int
+    conn: psycopg.Connection[dict[str, Any]], mode: Mode, probe: Probe, k: int
 ) -> list[tuple[list[str], int]]:
     """The first k memories' dia_ids and ripple hops (0 for a direct hit)."""
     window = question_window(probe.question.question) if mode.time_window else None
@@ -759,7 +789,7 @@ def _ask(
 def run_mode(
     conn: psycopg.Connection[dict[str, Any]],
     mode: Mode,
-    probes: Sequence[_Probe],
+    probes: Sequence[Probe],
     ks: Sequence[int] = KS,
 ) -> ModeResult:
     """Ask every probe in one mode and average each metric per category and overall.
@@ -874,7 +904,7 @@ def evaluate(
             admin.execute(Q.ANALYZE_MEMORIES_AND_LINKS)
             say("embedding the questions")
             embed_started = time.perf_counter()
-            probes = _probes(conversations, embedder)
+            asked_probes = probes(conversations, embedder)
             stats.embed_seconds += time.perf_counter() - embed_started
             effective = (
                 admin.cursor(row_factory=dict_row)
@@ -885,8 +915,8 @@ def evaluate(
             results = []
             for name in modes:
                 mode = MODES[name]
-                say(f"mode {name}: {len(probes)} questions")
-                results.append(run_mode(conn, mode, probes, ks))
+                say(f"mode {name}: {len(asked_probes)} questions")
+                results.append(run_mode(conn, mode, asked_probes, ks))
     asked, skipped = _question_counts(conversations)
     columns = (
         "w_relevance",
