@@ -604,3 +604,102 @@ def test_smoke_on_one_real_conversation(server_dsn: str) -> None:
     assert recall["cosine"][10] > 0.35
     assert recall["hybrid"][10] > recall["cosine"][10]
     assert not _database_exists(server_dsn, name)
+
+
+# ------------------------------------------------------------------------- sweep
+
+
+def test_sweep_ingests_once_per_tenant_copy_and_keeps_the_best(dsn: str, locomo_file: Path) -> None:
+    from pgmem.lab import sweep as sw
+
+    conversations = ev.load_locomo(locomo_file)
+
+    class Counting(WordHashEmbedder):
+        passages = 0
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            Counting.passages += len(texts)
+            return super().embed(texts)
+
+    embedder = Counting()
+    grid = {"w_recency": (0.0, 0.1), "ripple_damping": (0.5, 0.8)}
+    report = sw.sweep(dsn, conversations, embedder, grid=grid, parallel=2)
+    # Start (the defaults) plus every new point of the descent, none measured twice.
+    keys = [tuple(sorted(t.settings.items())) for t in report.trials]
+    assert len(keys) == len(set(keys))
+    assert report.trials[0] is report.start and report.start.changed is None
+    assert {t.changed for t in report.trials[1:]} <= set(grid)
+    assert report.best.metrics["R@5"] == max(t.metrics["R@5"] for t in report.trials) or (
+        report.best.metrics["R@5"] >= max(t.metrics["R@5"] for t in report.trials) - sw.MIN_GAIN
+    )
+    assert set(report.best.metrics) == {"R@5", "R@10", "Hit@5", "Hit@10", "MRR", "nDCG@10"}
+    # Each tenant copy holds every turn once: the turns were stored, not re-embedded.
+    with psycopg.connect(dsn) as admin:
+        counts = dict(
+            admin.execute(
+                "select tenant_id, count(*) from pgmem.memories group by tenant_id"
+            ).fetchall()
+        )
+    assert set(counts) == {ev.TENANT, f"{ev.TENANT}-2"}
+    assert counts[ev.TENANT] == counts[f"{ev.TENANT}-2"] > 0
+    # (WordHashEmbedder embeds its queries through embed() as well.)
+    asked = sum(len(ev.evaluated_questions(c)) for c in conversations)
+    assert Counting.passages == sum(c.turns for c in conversations) + asked
+    # The starting point is what a fresh tenant gets: the '_default' row.
+    with psycopg.connect(dsn) as admin:
+        row = admin.execute(
+            "select w_recency::text, ripple_damping::text from pgmem.settings"
+            " where tenant_id = '_default'"
+        ).fetchone()
+    assert row is not None
+    assert (
+        float(report.start.settings["w_recency"]),
+        float(report.start.settings["ripple_damping"]),
+    ) == (
+        float(row[0]),
+        float(row[1]),
+    )
+    assert json.loads(json.dumps(report.as_dict()))["best"]["settings"] == report.best.settings
+
+
+# --------------------------------------------------------------- the Chinese set
+
+
+def test_the_chinese_set_loads_and_is_well_formed() -> None:
+    raw = json.loads(ev.ZH_SET.read_text(encoding="utf-8"))
+    conversations = ev.load_locomo(ev.ZH_SET)
+    assert len(conversations) == len(raw) == 5
+    assert len({c.sample_id for c in conversations}) == 5
+    memories = sum(c.turns for c in conversations)
+    questions = [q for c in conversations for q in c.questions]
+    assert memories == 300 and len(questions) == 129
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    latin = re.compile(r"[A-Za-z]{2,}")
+    for conversation, sample in zip(conversations, raw, strict=True):
+        ids = [t.dia_id for s in conversation.sessions for t in s.turns]
+        assert len(ids) == len(set(ids)) == 60
+        # Raw ids are already canonical: nothing was repaired on loading.
+        raw_ids = [
+            t["dia_id"]
+            for k, v in sample["conversation"].items()
+            if k.startswith("session_") and isinstance(v, list)
+            for t in v
+        ]
+        assert raw_ids == ids
+        assert all(cjk.search(t.text) for s in conversation.sessions for t in s.turns)
+        dates = [s.date for s in conversation.sessions]
+        assert dates == sorted(dates)
+        for question in conversation.questions:
+            assert question.evidence and set(question.evidence) <= set(ids), question
+            assert ev.evaluated_questions(conversation).count(question) == 1
+            if question.category == 7:  # mixed: English words, or all English (cross-lingual)
+                assert latin.search(question.question), question
+            else:
+                assert question.category == 6, question
+                assert cjk.search(question.question) and not latin.search(question.question)
+    by_category = {c: sum(1 for q in questions if q.category == c) for c in (6, 7)}
+    assert by_category == {6: 93, 7: 36}
+    assert sum(1 for q in questions if len(q.evidence) > 1) == 29  # two or three turns
+    english_only = [q for q in questions if not cjk.search(q.question.replace("孙丽", ""))]
+    assert english_only and len(english_only) < by_category[7]
+    assert [ev.category_label(c) for c in (6, 7)] == ["chinese", "mixed-zh-en"]
