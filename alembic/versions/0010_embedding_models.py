@@ -46,9 +46,9 @@ create table pgmem.reembed_vectors (
 );
 alter table pgmem.reembed_vectors enable row level security;
 alter table pgmem.reembed_vectors force row level security;
+-- Without a subquery, as 0004 made every policy: Citus refuses them.
 create policy tenant_isolation on pgmem.reembed_vectors to pgmem_app
-    using (tenant_id = (select pgmem.current_tenant()))
-    with check (tenant_id = (select pgmem.current_tenant()));
+    using (tenant_id = pgmem.current_tenant()) with check (tenant_id = pgmem.current_tenant());
 create policy readonly_inspection on pgmem.reembed_vectors for select to pgmem_readonly using (true);
 create trigger reembed_vectors_require_tenant before insert or update or delete on pgmem.reembed_vectors
     for each statement execute function pgmem._require_tenant_trigger();
