@@ -149,9 +149,7 @@ def run_embed_bench(
             ]
             done = subprocess.run(argv, capture_output=True, text=True, check=False)
             if done.returncode != 0:
-                raise ev.EvalError(
-                    f"{backend} ({threads} thread(s)) failed: {done.stderr.strip()}"
-                )
+                raise ev.EvalError(f"{backend} ({threads} thread(s)) failed: {done.stderr.strip()}")
             results.append(json.loads(done.stdout))
     return results
 
