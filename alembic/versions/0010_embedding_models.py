@@ -30,7 +30,7 @@ depends_on = None
 # Measured best on the LoCoMo dev split (`pgmem eval sweep`, docs/eval.md), and what
 # 0001 set before. Column -> (new default, old default), as SQL literals.
 DEFAULTS = {
-    "w_recency": ("0", "0.1"),
+    "w_recency": ("0.02", "0.1"),
     "ripple_damping": ("0.9", "0.5"),
     "w_vector": ("0.6", "0.5"),
     "w_importance": ("0.1", "0.2"),
