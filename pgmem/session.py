@@ -123,7 +123,7 @@ class Session:
         the summary, the window and the long-term memories relevant to ``query``, each
         section labelled, within ``token_budget`` estimated tokens."""
 
-        embedding = self.memory._embed([query])[0] if query and query.strip() else None
+        embedding = self.memory._embed([query], query=True)[0] if query and query.strip() else None
         params = self._key() | {
             "query": query,
             "embedding": embedding,

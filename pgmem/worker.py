@@ -14,6 +14,10 @@ What it does with each kind of work:
   without one, the extractive digest (:mod:`pgmem.consolidate`), stored by
   ``pgmem.consolidate``. Its LLM calls run after the clusters are read and before
   anything is locked.
+- ``embed`` job (queued by ``pgmem.start_reembed``, payload ``reembed`` = a model and
+  ``memory_ids``): embed those memories with the worker's model, which must be the one
+  asked for, and stage the vectors (``pgmem.stage_reembed``); the job that stages the
+  last one switches the tenant to the new model.
 - ``embed`` pass: active memories written by plain SQL without an embedding
   (``pgmem.claim_unembedded`` / ``pgmem.set_embedding``); no inbox row is involved.
 - ``fold`` pass: sessions whose turns left the window (``pgmem.claim_folds``, a lease
@@ -212,6 +216,28 @@ class _Turn:
 
 
 @dataclass
+class _Reembed:
+    """A re-embed job: the memories' ids and, once embedded, their new vectors."""
+
+    model: str = ""
+    ids: list[int] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    vectors: list[list[float]] = field(default_factory=list)
+    error: BaseException | None = None
+    spent: float = 0.0
+
+
+def _reembed_payload(payload: Mapping[str, Any]) -> tuple[str, list[int]]:
+    model, ids = payload.get("reembed"), payload.get("memory_ids")
+    if not isinstance(model, str) or not model or not isinstance(ids, list):
+        raise JobError("embed payload needs 'reembed' (a model) and 'memory_ids'")
+    try:
+        return model, [int(i) for i in ids]
+    except (TypeError, ValueError):
+        raise JobError("embed payload 'memory_ids' must be integers") from None
+
+
+@dataclass
 class _Merge:
     """A merge job: which row to keep, and the merged text with its vector when it is new."""
 
@@ -237,7 +263,7 @@ class _Judge:
 
 
 # What a claimed job becomes before its SQL runs.
-_Prepared = _Turn | _Merge | _Judge
+_Prepared = _Turn | _Merge | _Judge | _Reembed
 
 
 def _messages(payload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -420,8 +446,12 @@ class Worker:
             yield
 
     def _bind(self, conn: Conn, tenant: str) -> None:
+        """Bind the job's tenant and declare the worker's embedding model (PM025 guards)."""
+        model = {"model": self.embedder.model}
         if self._bind_per_job:
-            conn.execute(queries.BIND_TENANT, {"tenant": tenant})
+            conn.execute(queries.BIND_TENANT_MODEL, {"tenant": tenant, **model})
+        else:
+            conn.execute(queries.USE_EMBEDDING_MODEL, {**model, "local": True})
 
     # --------------------------------------------------------------------- loop
 
@@ -543,6 +573,8 @@ class Worker:
                     result = self._judge(conn, prepared)
                 elif job["job"] == "consolidate":
                     result = self._consolidate(conn, job)
+                elif isinstance(prepared, _Reembed):
+                    result = self._stage_reembed(conn, prepared)
                 else:
                     raise JobError(f"the worker does not handle {job['job']!r} jobs")
                 conn.execute(
@@ -623,6 +655,9 @@ class Worker:
             prepared[job["inbox_id"]] = self._load_merge(conn, job)
         for job in judges:
             prepared[job["inbox_id"]] = self._load_judge(conn, job)
+        for job in jobs:
+            if job["job"] == "embed":
+                prepared[job["inbox_id"]] = self._load_reembed(conn, job)
 
         def think(job: dict[str, Any]) -> None:
             item = prepared[job["inbox_id"]]
@@ -650,8 +685,34 @@ class Worker:
             for job in todo:
                 think(job)
         # A judge's merged text is embedded by the embed pass (pgmem.merge clears the vector).
-        self._embed_prepared([p for p in prepared.values() if isinstance(p, _Turn | _Merge)])
+        self._embed_prepared([p for p in prepared.values() if isinstance(p, _Turn | _Merge | _Reembed)])
         return prepared
+
+    def _load_reembed(self, conn: Conn, job: dict[str, Any]) -> _Reembed:
+        item = _Reembed()
+        try:
+            item.model, ids = _reembed_payload(job["payload"])
+            if item.model != self.embedder.model:
+                # Not a JobError: a worker running that model may take it on a retry.
+                raise WorkerError(
+                    f"re-embed to {item.model} needs a worker running that model; "
+                    f"this one runs {self.embedder.model}"
+                )
+            with conn.transaction():
+                self._bind(conn, job["tenant_id"])
+                rows = conn.execute(
+                    wq.LOAD_MEMORIES, {"tenant": job["tenant_id"], "ids": ids}
+                ).fetchall()
+        except Exception as exc:
+            if conn.broken:
+                raise
+            item.error = exc
+            return item
+        # Memories purged since the job was queued have nothing to stage.
+        rows.sort(key=lambda r: r["memory_id"])
+        item.ids = [r["memory_id"] for r in rows]
+        item.texts = [r["content"] for r in rows]
+        return item
 
     def _load_merge(self, conn: Conn, job: dict[str, Any]) -> _Merge:
         item = _Merge()
@@ -762,7 +823,7 @@ class Worker:
         elif merged != stored_text:
             item.content = merged
 
-    def _embed_prepared(self, items: list[_Turn | _Merge]) -> None:
+    def _embed_prepared(self, items: list[_Prepared]) -> None:
         """Embed each job's facts (or merged text) in chunks, against its budget.
 
         One embedding call per job rather than per batch: the local model costs the same
@@ -773,6 +834,8 @@ class Worker:
                 continue
             if isinstance(item, _Turn):
                 texts = [p.content for p in item.planned if p.rejected is None]
+            elif isinstance(item, _Reembed):
+                texts = item.texts
             elif item.content is not None:
                 texts = [item.content]
             else:
@@ -791,7 +854,9 @@ class Worker:
                 item.error = exc
             if item.error is not None:
                 continue
-            if isinstance(item, _Turn):
+            if isinstance(item, _Reembed):
+                item.vectors = vectors
+            elif isinstance(item, _Turn):
                 chunk = iter(vectors)
                 item.vectors = [
                     None if p.rejected is not None else next(chunk) for p in item.planned
@@ -842,6 +907,16 @@ class Worker:
         if turn.result.fallback_reason:
             result["fallback_reason"] = turn.result.fallback_reason
         return result
+
+    def _stage_reembed(self, conn: Conn, item: _Reembed) -> dict[str, Any]:
+        if item.error is not None:
+            raise item.error
+        row = conn.execute(
+            wq.STAGE_REEMBED,
+            {"model": item.model, "ids": item.ids, "embeddings": item.vectors or None},
+        ).fetchone()
+        assert row is not None
+        return {"model": item.model, "embedded": len(item.ids), "state": row["state"]}
 
     def _merge(self, conn: Conn, item: _Merge) -> dict[str, Any]:
         if item.error is not None:

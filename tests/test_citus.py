@@ -122,6 +122,7 @@ def test_tenant_tables_are_distributed_and_colocated_globals_are_reference(
         "session_summaries",
         "tasks",
         "task_steps",
+        "reembed_vectors",
     }
     assert {n for n, k in kinds.items() if k[0] == "h"} == distributed
     assert {n for n, k in kinds.items() if k == ("n", "t")} == {

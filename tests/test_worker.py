@@ -85,7 +85,7 @@ def inbox(conn: psycopg.Connection) -> list[tuple[Any, ...]]:
 def worker_env(dsn: str) -> dict[str, str]:
     """The test's environment minus any LLM or embedding endpoint: rules and the local model."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PGMEM_"))}
-    env.update(PGMEM_DSN=dsn, PGMEM_EMBEDDER="local")
+    env.update(PGMEM_DSN=dsn, PGMEM_EMBEDDER="minilm")
     return env
 
 

@@ -23,11 +23,12 @@ Results and what each engine feature adds: docs/eval.md.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -47,10 +48,12 @@ __all__ = [
     "KS",
     "MODES",
     "TENANT",
+    "ZH_SET",
     "Conversation",
     "EvalError",
     "Mode",
     "ModeResult",
+    "Probe",
     "Question",
     "Report",
     "Session",
@@ -58,17 +61,24 @@ __all__ = [
     "embed_by_length",
     "evaluate",
     "evaluated_questions",
+    "hit_at",
     "ingest",
     "load_locomo",
+    "ndcg_at",
     "normalize_evidence",
     "parse_session_date",
+    "probes",
+    "question_metrics",
     "question_period",
     "question_window",
     "recall_at",
+    "reciprocal_rank",
     "run_locomo",
     "scratch_database",
     "set_tenant_settings",
     "tenant_connection",
+    "turn_vectors",
+    "vector_text",
 ]
 
 # LoCoMo's question categories, as numbered in the released data.
@@ -78,6 +88,10 @@ CATEGORY_NAMES: Mapping[int, str] = {
     3: "open-domain",
     4: "single-hop",
     5: "adversarial",
+    # The Chinese set shipped with pgmem (ZH_SET): questions in Chinese, and questions
+    # mixing Chinese and English (or English questions about Chinese memories).
+    6: "chinese",
+    7: "mixed-zh-en",
 }
 # Adversarial questions are unanswerable by design, so retrieving the turns they
 # cite is no success; the baselines this is compared with skip them as well.
@@ -85,6 +99,9 @@ SKIPPED_CATEGORIES = frozenset({5})
 KS = (5, 10)
 
 DEFAULT_DATABASE = "pgmem_eval"
+# Five synthetic personas' memories in Chinese (some mixed with English), 300 memories
+# and 129 questions with evidence ids, in LoCoMo's format: `pgmem eval zh`.
+ZH_SET = Path(__file__).resolve().parent / "data" / "zh_personas.json"
 TENANT = "locomo"
 
 
@@ -340,6 +357,68 @@ def recall_at(retrieved: Sequence[Iterable[str]], evidence: Sequence[str], k: in
     return sum(1 for e in evidence if e in found) / len(evidence)
 
 
+def hit_at(retrieved: Sequence[Iterable[str]], evidence: Sequence[str], k: int) -> float:
+    """1.0 when any evidence id is among the first ``k`` retrieved memories, else 0.0."""
+    if not evidence:
+        raise ValueError("hit of a question without evidence is undefined")
+    wanted = set(evidence)
+    return 1.0 if any(wanted.intersection(ids) for ids in retrieved[:k]) else 0.0
+
+
+def reciprocal_rank(retrieved: Sequence[Iterable[str]], evidence: Sequence[str]) -> float:
+    """1/rank of the first retrieved memory holding an evidence id (0.0 when none does);
+    averaged over questions, the mean reciprocal rank (MRR) of the list given."""
+    if not evidence:
+        raise ValueError("reciprocal rank of a question without evidence is undefined")
+    wanted = set(evidence)
+    for rank, ids in enumerate(retrieved, start=1):
+        if wanted.intersection(ids):
+            return 1.0 / rank
+    return 0.0
+
+
+def ndcg_at(retrieved: Sequence[Iterable[str]], evidence: Sequence[str], k: int) -> float:
+    """Normalized discounted cumulative gain of the first ``k`` memories, binary gains.
+
+    A memory gains 1 when it holds an evidence id not found higher up (a memory carrying
+    two identical turns counts once); DCG = sum of gain / log2(rank + 1). The ideal list
+    puts min(len(evidence), k) evidence turns first; as for recall, evidence ids that name
+    no turn stay in that ideal, so no retriever reaches 1.0 on such a question.
+    """
+    if not evidence:
+        raise ValueError("nDCG of a question without evidence is undefined")
+    wanted = set(evidence)
+    found: set[str] = set()
+    dcg = 0.0
+    for rank, ids in enumerate(retrieved[:k], start=1):
+        new = wanted.intersection(ids) - found
+        if new:
+            found |= new
+            dcg += 1.0 / math.log2(rank + 1)
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(wanted), k) + 1))
+    return dcg / ideal
+
+
+# Rank cut of nDCG; MRR reads the same top list.
+NDCG_K = 10
+
+
+def question_metrics(
+    by_k: Mapping[int, Sequence[Iterable[str]]], evidence: Sequence[str]
+) -> dict[str, float]:
+    """Every metric of one question: R@k and Hit@k for each k of ``by_k`` (the answer
+    asked with that k), and MRR and nDCG@10 of the longest answer."""
+    top = by_k[max(by_k)]
+    metrics: dict[str, float] = {}
+    for k, retrieved in sorted(by_k.items()):
+        metrics[f"R@{k}"] = recall_at(retrieved, evidence, k)
+    for k, retrieved in sorted(by_k.items()):
+        metrics[f"Hit@{k}"] = hit_at(retrieved, evidence, k)
+    metrics["MRR"] = reciprocal_rank(top, evidence)
+    metrics[f"nDCG@{NDCG_K}"] = ndcg_at(top, evidence, NDCG_K)
+    return metrics
+
+
 # ------------------------------------------------------------------- statements
 #
 # Every statement this module runs is in pgmem.queries.eval, by name. The
@@ -369,19 +448,24 @@ def scratch_database(
 tenant_connection = scratch.tenant_connection
 
 
-def _vector(values: Sequence[float]) -> str:
+def vector_text(values: Sequence[float]) -> str:
+    """A vector in pgvector's text form, for ``%s::public.vector``."""
     return "[" + ",".join(repr(float(v)) for v in values) + "]"
 
 
-def embed_by_length(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
-    """``embedder.embed(texts)``, sent shortest first so each batch pads little.
+def embed_by_length(
+    embedder: Embedder, texts: Sequence[str], *, query: bool = False
+) -> list[list[float]]:
+    """``embedder.embed(texts)`` (``embed_queries`` with ``query``), sent shortest first
+    so each batch pads little.
 
     The embedder batches in the order given and pads a batch to its longest text;
     LoCoMo turns run from 3 to 100+ words, so in dialogue order most of a batch is padding.
     Sorted, the 4,124 dev turns embed about 2.5 times faster with all-MiniLM-L6-v2 on CPU.
     """
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    vectors = embedder.embed([texts[i] for i in order])
+    ordered = [texts[i] for i in order]
+    vectors = embedder.embed_queries(ordered) if query else embedder.embed(ordered)
     out: list[list[float]] = [[] for _ in texts]
     for position, vector in zip(order, vectors, strict=True):
         out[position] = vector
@@ -401,26 +485,9 @@ def session_id(conversation: Conversation, session: Session) -> str:
     return f"{conversation.sample_id}:session_{session.number}"
 
 
-def ingest(
-    conn: psycopg.Connection[dict[str, Any]],
-    conversations: Sequence[Conversation],
-    embedder: Embedder,
-    *,
-    captions: bool = False,
-    links: str = "neighbours",
-) -> IngestStats:
-    """Store every turn as an episodic memory of its conversation (subject = sample_id).
-
-    ``links``: ``neighbours`` links each turn to the turns before and after it (the
-    eval's own links); ``write`` makes the links pgmem's write path makes
-    (``pgmem._link_at_write``: same_session by similarity, bounded per memory).
-
-    ``conn`` must have a tenant bound (see :func:`tenant_connection`). Rows are inserted
-    set-wise, not through ``pgmem.remember``: its near-duplicate merging would fold short
-    turns ("Thanks!") together, and the evaluation needs every turn findable by its id.
-    """
-    stats = IngestStats()
-    rows = [
+def _turn_rows(conversations: Sequence[Conversation], *, captions: bool) -> list[tuple[Any, ...]]:
+    """The staging rows of every turn, in conversation, session and turn order."""
+    return [
         (
             conversation.sample_id,
             session_id(conversation, session),
@@ -435,16 +502,49 @@ def ingest(
         for session in conversation.sessions
         for seq, turn in enumerate(session.turns)
     ]
+
+
+def turn_vectors(
+    conversations: Sequence[Conversation], embedder: Embedder, *, captions: bool = False
+) -> list[list[float]]:
+    """The passage vectors of every turn, in :func:`ingest`'s order: embedded once, they
+    can be stored for several tenants (``ingest(..., vectors=...)``)."""
+    texts = [row[6] for row in _turn_rows(conversations, captions=captions)]
+    return embed_by_length(embedder, texts)
+
+
+def ingest(
+    conn: psycopg.Connection[dict[str, Any]],
+    conversations: Sequence[Conversation],
+    embedder: Embedder,
+    *,
+    captions: bool = False,
+    vectors: Sequence[Sequence[float]] | None = None,
+    links: str = "neighbours",
+) -> IngestStats:
+    """Store every turn as an episodic memory of its conversation (subject = sample_id).
+
+    ``links``: ``neighbours`` links each turn to the turns before and after it (the
+    eval's own links); ``write`` makes the links pgmem's write path makes
+    (``pgmem._link_at_write``: same_session by similarity, bounded per memory).
+
+    ``conn`` must have a tenant bound (see :func:`tenant_connection`). Rows are inserted
+    set-wise, not through ``pgmem.remember``: its near-duplicate merging would fold short
+    turns ("Thanks!") together, and the evaluation needs every turn findable by its id.
+    """
+    stats = IngestStats()
+    rows = _turn_rows(conversations, captions=captions)
     stats.turns = len(rows)
     started = time.perf_counter()
-    vectors = embed_by_length(embedder, [row[6] for row in rows])
+    if vectors is None:  # given: the turns' vectors, from turn_vectors()
+        vectors = turn_vectors(conversations, embedder, captions=captions)
     stats.embed_seconds = time.perf_counter() - started
     started = time.perf_counter()
     with conn.transaction():
         conn.execute(Q.STAGE_TURNS)
         with conn.cursor().copy(Q.COPY_TURNS) as copy:
             for row, vector in zip(rows, vectors, strict=True):
-                copy.write_row((*row, _vector(vector)))
+                copy.write_row((*row, vector_text(vector)))
         conn.execute(Q.ANALYZE_TURNS)
         for statement in (
             Q.INSERT_SUBJECTS,
@@ -571,6 +671,8 @@ class ModeResult:
     queries: int
     # Share of the memories in the first max(k) rows that ripple reached (hops > 0).
     ripple_share: float = 0.0
+    # category -> metric name (R@k, Hit@k, MRR, nDCG@10) -> mean over its questions.
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -618,6 +720,10 @@ class Report:
                         cat: {f"R@{k}": round(v, 4) for k, v in by_k.items()}
                         for cat, by_k in r.recall.items()
                     },
+                    "metrics": {
+                        cat: {name: round(v, 4) for name, v in by_metric.items()}
+                        for cat, by_metric in r.metrics.items()
+                    },
                     "questions": r.questions,
                     "seconds": round(r.seconds, 2),
                     "queries": r.queries,
@@ -651,26 +757,27 @@ def category_label(category: int) -> str:
 
 
 @dataclass(frozen=True)
-class _Probe:
+class Probe:
     subject: str
     question: Question
     embedding: str  # pgvector text form
     now: datetime
 
 
-def _probes(conversations: Sequence[Conversation], embedder: Embedder) -> list[_Probe]:
+def probes(conversations: Sequence[Conversation], embedder: Embedder) -> list[Probe]:
+    """Every evaluated question with its query vector and its conversation's "now"."""
     asked = [(c, q) for c in conversations for q in evaluated_questions(c)]
-    vectors = embed_by_length(embedder, [q.question for _, q in asked])
+    vectors = embed_by_length(embedder, [q.question for _, q in asked], query=True)
     # The day after the last session: the conversation's "now", so recency
     # is measured in its own time, not against today's date.
     return [
-        _Probe(c.sample_id, q, _vector(v), c.last_date + timedelta(days=1))
+        Probe(c.sample_id, q, vector_text(v), c.last_date + timedelta(days=1))
         for (c, q), v in zip(asked, vectors, strict=True)
     ]
 
 
 def _ask(
-    conn: psycopg.Connection[dict[str, Any]], mode: Mode, probe: _Probe, k: int
+    conn: psycopg.Connection[dict[str, Any]], mode: Mode, probe: Probe, k: int
 ) -> list[tuple[list[str], int]]:
     """The first k memories' dia_ids and ripple hops (0 for a direct hit)."""
     window = question_window(probe.question.question) if mode.time_window else None
@@ -693,16 +800,20 @@ def _ask(
 def run_mode(
     conn: psycopg.Connection[dict[str, Any]],
     mode: Mode,
-    probes: Sequence[_Probe],
+    probes: Sequence[Probe],
     ks: Sequence[int] = KS,
 ) -> ModeResult:
-    """Ask every probe in one mode and average recall@k per category and overall."""
-    sums: dict[str, dict[int, float]] = {}
+    """Ask every probe in one mode and average each metric per category and overall.
+
+    The ranking metrics (MRR, nDCG@10) read the longest answer, asked with at least
+    k = 10 rows."""
+    sums: dict[str, dict[str, float]] = {}
     counts: dict[str, int] = {}
     queries = 0
     rippled = returned = 0
     started = time.perf_counter()
-    top = max(ks)
+    asked = sorted(set(ks) | {max(max(ks), NDCG_K)})
+    top = max(asked)
     for probe in probes:
         # Without ripple the first k rows of a top-K answer are the top-k answer
         # (same candidates, same order); ripple expands from the k hits, so it is
@@ -711,31 +822,43 @@ def run_mode(
         if mode.hops == 0:
             rows = _ask(conn, mode, probe, top)
             queries += 1
-            by_k = {k: rows[:k] for k in ks}
+            by_k = {k: rows[:k] for k in asked}
         else:
-            for k in ks:
+            for k in asked:
                 by_k[k] = _ask(conn, mode, probe, k)
                 queries += 1
-        returned += len(by_k[top])
-        rippled += sum(1 for _, hops in by_k[top] if hops > 0)
+        returned += len(by_k[max(ks)])
+        rippled += sum(1 for _, hops in by_k[max(ks)] if hops > 0)
+        metrics = question_metrics(
+            {k: [ids for ids, _ in rows] for k, rows in by_k.items()}, probe.question.evidence
+        )
+        # Only the k asked for are reported (a k = 10 answer asked for nDCG@10 is not).
+        metrics = {
+            name: value
+            for name, value in metrics.items()
+            if not name.startswith(("R@", "Hit@")) or int(name.partition("@")[2]) in ks
+        }
         for label in (category_label(probe.question.category), "overall"):
             counts[label] = counts.get(label, 0) + 1
-            bucket = sums.setdefault(label, dict.fromkeys(ks, 0.0))
-            for k in ks:
-                bucket[k] += recall_at([ids for ids, _ in by_k[k]], probe.question.evidence, k)
+            bucket = sums.setdefault(label, dict.fromkeys(metrics, 0.0))
+            for name, value in metrics.items():
+                bucket[name] += value
     seconds = time.perf_counter() - started
     order = [category_label(c) for c in sorted(CATEGORY_NAMES)] + ["overall"]
-    recall = {
-        label: {k: sums[label][k] / counts[label] for k in ks} for label in order if label in sums
+    means = {
+        label: {name: total / counts[label] for name, total in sums[label].items()}
+        for label in order
+        if label in sums
     }
     return ModeResult(
         mode=mode.name,
         description=mode.description,
-        recall=recall,
-        questions={label: counts[label] for label in recall},
+        recall={label: {k: m[f"R@{k}"] for k in ks} for label, m in means.items()},
+        questions={label: counts[label] for label in means},
         seconds=seconds,
         queries=queries,
         ripple_share=rippled / returned if returned else 0.0,
+        metrics=means,
     )
 
 
@@ -795,7 +918,7 @@ def evaluate(
             admin.execute(Q.ANALYZE_MEMORIES_AND_LINKS)
             say("embedding the questions")
             embed_started = time.perf_counter()
-            probes = _probes(conversations, embedder)
+            asked_probes = probes(conversations, embedder)
             stats.embed_seconds += time.perf_counter() - embed_started
             effective = (
                 admin.cursor(row_factory=dict_row)
@@ -806,8 +929,8 @@ def evaluate(
             results = []
             for name in modes:
                 mode = MODES[name]
-                say(f"mode {name}: {len(probes)} questions")
-                results.append(run_mode(conn, mode, probes, ks))
+                say(f"mode {name}: {len(asked_probes)} questions")
+                results.append(run_mode(conn, mode, asked_probes, ks))
     asked, skipped = _question_counts(conversations)
     columns = (
         "w_relevance",

@@ -22,6 +22,8 @@ __all__ = [
     "ARCHIVE_BACKLOG",
     "BIND_TENANT",
     "BIND_TENANT_SESSION",
+    "BIND_TENANT_MODEL",
+    "CANCEL_REEMBED",
     "CAPACITY_USAGE",
     "CONTEXT",
     "COUNT_EXPORT",
@@ -35,30 +37,54 @@ __all__ = [
     "MEMORY_STATS",
     "PIN",
     "RECALL",
+    "REEMBED_STATUS",
     "REMEMBER_MANY",
+    "START_REEMBED",
     "SUBJECT_EVENTS",
     "TENANT_DIMS",
     "UPDATE_MEMORY",
+    "USE_EMBEDDING_MODEL",
 ]
 
 # The one tenant binding (client, worker, CLI): pgmem.bind_tenant binds it for a
 # pgmem_service member and otherwise returns the login's own tenant to compare.
 BIND_TENANT: Final = "select pgmem.bind_tenant(%(tenant)s) as tenant"
-# The same for the whole session: once per pooled connection of a client that
-# always acts for one tenant. On a Citus coordinator a session-level setting does
+# The same for the whole session, with the embedding model when the client has
+# one (below): once per pooled connection of a client that always acts for one
+# tenant. On a Citus coordinator a session-level setting does
 # not reach the shards' sessions (only SET LOCAL does: citus.propagate_set_commands
 # = local), so there the client binds in every transaction as well (session_wide).
 BIND_TENANT_SESSION: Final = """
-select pgmem.bind_tenant(%(tenant)s, false) as tenant,
+select b.tenant,
+       case when %(model)s::text is not null then pgmem.use_embedding_model(%(model)s, false) end
+           as embedding_model,
        not exists (select from pg_catalog.pg_extension as e where e.extname = 'citus')
            as session_wide
+from pgmem.bind_tenant(%(tenant)s, false) as b(tenant)
 """
+# The same binding, and the embedding model of the vectors the transaction passes
+# (pgmem.use_embedding_model: recorded as the tenant's when it has none; vectors of
+# another model are refused with PM025). FROM runs first: the tenant is bound.
+BIND_TENANT_MODEL: Final = """
+select b.tenant, pgmem.use_embedding_model(%(model)s) as embedding_model
+from pgmem.bind_tenant(%(tenant)s) as b(tenant)
+"""
+# A tenant login role is bound already: only the model.
+USE_EMBEDDING_MODEL: Final = (
+    "select pgmem.use_embedding_model(%(model)s, %(local)s) as embedding_model"
+)
 
 TENANT_DIMS: Final = """
 select s.embedding_dims, s.embedding_model
 from pgmem.settings as s
 where s.tenant_id = (select pgmem._require_tenant())
 """
+
+# ------------------------------------------------------------ embedding model
+
+START_REEMBED: Final = "select pgmem.start_reembed(%(model)s, %(batch)s) as jobs"
+REEMBED_STATUS: Final = "select * from pgmem.reembed_status()"
+CANCEL_REEMBED: Final = "select pgmem.cancel_reembed() as cancelled"
 
 # ------------------------------------------------------------------------ writes
 

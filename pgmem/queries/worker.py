@@ -25,6 +25,11 @@ select m.memory_id, m.content, m.status
 from pgmem.memories as m
 where m.tenant_id = %(tenant)s and m.memory_id = any(%(ids)s::bigint[])
 """
+# A re-embed job's vectors (sql/functions/66_models.sql): staged, and swapped in with
+# the tenant's model by the job that stages the last one.
+STAGE_REEMBED: Final = """
+select pgmem.stage_reembed(%(model)s::text, %(ids)s::bigint[], %(embeddings)s::real[]) as state
+"""
 MERGE: Final = """
 select r.action, r.keep_id, r.other_id, r.content_changed
 from pgmem.merge(%(keep_id)s::bigint, %(other_id)s::bigint, %(content)s::text,

@@ -52,13 +52,15 @@ create or replace function pgmem._check_embedding_stats(
 )
 returns void
 language plpgsql
-immutable parallel safe
+stable parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    -- The one place an embedding is refused: PM015 size, PM016 NaN/∞/NULL,
-    -- PM017 zero vector. p_arg names the argument ('p_' or 'p_items[3].').
+    -- The one place an embedding is refused: PM025 another model than the
+    -- tenant's (66_models.sql), PM015 size, PM016 NaN/∞/NULL, PM017 zero
+    -- vector. p_arg names the argument ('p_' or 'p_items[3].').
+    perform pgmem._check_embedding_model(p_settings);
     if p_dims is distinct from p_settings.embedding_dims then
         raise exception '%embedding has %; this tenant stores %-dimensional vectors', p_arg,
                         case when p_dims < 0 then 'more than one array dimension'
@@ -90,7 +92,7 @@ end
 $$;
 
 comment on function pgmem._check_embedding_stats(pgmem.settings, text, integer, boolean, double precision) is
-    'Raises PM015 (dimension), PM016 (NaN, infinite or NULL element) or PM017 (zero or degenerate vector, norm outside [1e-15, 1e15]) for an embedding measured by pgmem._embedding_stats or set-based (internal).';
+    'Raises PM025 (a vector of another model than the tenant''s, when the transaction declared one), PM015 (dimension), PM016 (NaN, infinite or NULL element) or PM017 (zero or degenerate vector, norm outside [1e-15, 1e15]) for an embedding measured by pgmem._embedding_stats or set-based (internal).';
 
 create or replace function pgmem._check_embedding(p_settings pgmem.settings, p_embedding real[])
 returns void

@@ -62,6 +62,7 @@ declare
     v_subject text;
 begin
     select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant;
+    perform pgmem._check_embedding_model(v_settings, p_model);
     perform pgmem._check_embedding(v_settings, p_embedding);
     update pgmem.memories as m
     set embedding = p_embedding::public.vector, updated_at = pg_catalog.now()
@@ -79,7 +80,7 @@ end
 $$;
 
 comment on function pgmem.set_embedding(bigint, real[], text) is
-    'Stores the embedding of a memory (real[] or vector, checked like pgmem.remember checks one: PM015-PM017; PM022 for an unknown id) and records an embed event naming p_model.';
+    'Stores the embedding of a memory (real[] or vector, checked like pgmem.remember checks one: PM015-PM017, PM025 when p_model is not the tenant''s; PM022 for an unknown id) and records an embed event naming p_model.';
 
 create or replace function pgmem.merge(
     p_keep_id bigint,

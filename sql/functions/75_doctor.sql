@@ -158,7 +158,8 @@ begin
         else
             select pg_catalog.string_agg(distinct s.embedding_model, ', ') into v_names
             from pgmem.settings as s
-            where s.embedding_model is distinct from p_embedding_model;
+            -- NULL: no model recorded yet (the first client to declare one sets it).
+            where s.embedding_model is not null and s.embedding_model is distinct from p_embedding_model;
             return query select 'embedding dims',
                 case when v_names is null then 'ok' else 'warn' end,
                 case when v_names is null
@@ -166,7 +167,7 @@ begin
                      else pg_catalog.format('%s dims match, but the settings name model(s) %s, not %s',
                                             p_embedding_dims, v_names, p_embedding_model) end,
                 case when v_names is null then null
-                     else 'same size, other model: recall compares unrelated vectors; set PGMEM_EMBED_MODEL to the stored one' end;
+                     else 'same size, other model: their vectors are refused (PM025); set PGMEM_EMBEDDER/PGMEM_EMBED_MODEL to the stored one, or move a tenant with `pgmem reembed`' end;
         end if;
     end if;
 

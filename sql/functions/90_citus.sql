@@ -131,7 +131,8 @@ begin
     end loop;
     -- subjects first: the others are colocated with it (and reference it).
     foreach v_table in array array['subjects', 'memories', 'memory_links', 'memory_events', 'inbox',
-                                     'sessions', 'session_messages', 'session_summaries', 'tasks', 'task_steps'] loop
+                                     'sessions', 'session_messages', 'session_summaries', 'tasks', 'task_steps',
+                                     'reembed_vectors'] loop
         if not exists (select from pg_catalog.pg_dist_partition as p
                        where p.logicalrelid = pg_catalog.format('pgmem.%I', v_table)::regclass
                          and p.partmethod = 'h') then
