@@ -35,8 +35,10 @@ __all__ = [
     "PIN",
     "RECALL",
     "REMEMBER_MANY",
+    "SET_TIME_ZONE",
     "SUBJECT_EVENTS",
     "TENANT_DIMS",
+    "TIME_ZONE",
     "UPDATE_MEMORY",
 ]
 
@@ -98,7 +100,7 @@ RECALL: Final = """
 select r.memory_id, r.content, r.kind, r.score, r.relevance, r.importance, r.recency,
        r.access_boost, r.similarity, r.text_match, r.hops, r.via_memory_id, r.via_link,
        r.session_id, r.status, r.pinned, r.access_count, r.last_accessed_at, r.created_at,
-       r.valid_from, r.valid_to, r.metadata
+       r.valid_from, r.valid_to, r.metadata, r.subject
 from pgmem.recall(
     p_subject => %(subject)s,
     p_query => %(query)s,
@@ -113,7 +115,10 @@ from pgmem.recall(
     p_min_score => %(min_score)s,
     p_mmr_lambda => %(mmr_lambda)s,
     p_hops => %(hops)s,
-    p_reinforce => %(reinforce)s
+    p_reinforce => %(reinforce)s,
+    p_now => %(now)s,
+    p_agent_id => %(agent_id)s,
+    p_shared_subjects => %(shared_subjects)s::text[]
 ) as r
 """
 
@@ -129,9 +134,19 @@ select pgmem.context(
     p_as_of => %(as_of)s,
     p_min_score => %(min_score)s,
     p_hops => %(hops)s,
-    p_reinforce => %(reinforce)s
+    p_reinforce => %(reinforce)s,
+    p_now => %(now)s,
+    p_since => %(since)s,
+    p_until => %(until)s,
+    p_agent_id => %(agent_id)s,
+    p_shared_subjects => %(shared_subjects)s::text[]
 ) as context
 """
+
+# The zone a subject's relative dates and question times are read in (26_time_zone.sql).
+TIME_ZONE: Final = "select pgmem.time_zone(%(subject)s) as time_zone"
+
+SET_TIME_ZONE: Final = "select pgmem.set_time_zone(%(subject)s, %(time_zone)s) as time_zone"
 
 GET_MEMORY: Final = "select m.* from pgmem.get_memory(%(memory_id)s) as m"
 
