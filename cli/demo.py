@@ -143,6 +143,8 @@ def _run(dsn: str, keep: bool) -> None:
                     "agent_id": None,
                     "metadata": Jsonb({}),
                     "occurred_at": None,
+                    "confidence": None,
+                    "expires_at": None,
                 },
             )
             console.print(f"  [dim]{role}:[/dim] {text}", highlight=False)

@@ -239,6 +239,8 @@ class Memory:
         kind: str | None = None,
         importance: float | None = None,
         occurred_at: datetime | None = None,
+        confidence: float | None = None,
+        expires_at: datetime | None = None,
         conn: Connection | None = None,
     ) -> AddResult:
         """Remember what a conversation (or a text) says about ``user_id``.
@@ -249,6 +251,8 @@ class Memory:
         ``enqueue=True`` only queues the turn (``pgmem.enqueue``) for the worker.
         ``infer=False`` stores the text (or each non-system message) as it is, with
         ``kind`` (default semantic) and ``importance`` (default: the tenant's).
+        ``confidence`` (0..1) and ``expires_at`` apply to every fact; left out, the
+        database uses the source's default confidence and the kind's default TTL.
 
         Returns one dict per fact: ``action``, ``memory_id`` (for reinforced and
         deduplicated, the memory that already said it), ``related_id``,
@@ -274,6 +278,8 @@ class Memory:
                         "agent_id": agent_id,
                         "metadata": ingest.as_jsonb(meta),
                         "occurred_at": occurred_at,
+                        "confidence": confidence,
+                        "expires_at": expires_at,
                     },
                 )
             return [{"action": "queued", "inbox_id": row["inbox_id"]}]
@@ -296,6 +302,8 @@ class Memory:
             agent_id=agent_id,
             metadata=meta,
             valid_from=occurred_at,
+            confidence=confidence,
+            expires_at=expires_at,
         )
         with self.transaction(conn) as c:
             rows = ingest.remember(c, user_id, batch)

@@ -59,11 +59,15 @@ class Planned:
     source: str
     triple: tuple[str, str, str] | None = None
     rejected: str | None = None  # the extractor's reason; SQL records the rejection
+    confidence: float | None = None  # None: the database's default for the source
 
 
 def planned_from(result: ExtractionResult) -> list[Planned]:
     """The facts of an extraction, then the text it refused (marked ``rejected``)."""
-    planned = [Planned(f.content, f.kind, f.importance, f.source, f.triple) for f in result.facts]
+    planned = [
+        Planned(f.content, f.kind, f.importance, f.source, f.triple, confidence=f.confidence)
+        for f in result.facts
+    ]
     planned += [
         Planned(r.text, "episodic", 0.0, "rule", rejected=r.reason)
         for r in result.rejected
@@ -109,8 +113,12 @@ def items(
     agent_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     valid_from: datetime | str | None = None,
+    confidence: float | None = None,
+    expires_at: datetime | str | None = None,
 ) -> list[dict[str, Any]]:
-    """``pgmem.remember_many`` items (keys left out rather than null)."""
+    """``pgmem.remember_many`` items (keys left out rather than null). ``confidence``
+    and ``expires_at``, when given, apply to every item (the caller's trust in the
+    turn overrides an extractor's self-rating)."""
     out = []
     for p, vector in zip(planned, vectors, strict=True):
         triple = p.triple or (None, None, None)
@@ -131,6 +139,8 @@ def items(
             "agent_id": agent_id,
             "metadata": dict(metadata or {}),
             "valid_from": valid_from,
+            "confidence": p.confidence if confidence is None else confidence,
+            "expires_at": expires_at,
             "rejected": p.rejected,
         }
         out.append({k: v for k, v in item.items() if v is not None})

@@ -719,6 +719,8 @@ class Worker:
                 agent_id=job["agent_id"],
                 metadata=metadata,
                 valid_from=payload.get("occurred_at"),
+                confidence=payload.get("confidence"),
+                expires_at=payload.get("expires_at"),
             )
             for row in ingest.remember(conn, job["subject"], batch):
                 planned = turn.planned[row.pop("item") - 1]

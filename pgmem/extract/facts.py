@@ -221,6 +221,9 @@ class Fact:
     importance: float  # 0..1; the database scales recall by it
     triple: Triple | None = None
     source: Source = "rule"
+    # How sure the source is, 0..1: an LLM's self-rating; None for the database's
+    # default by source (settings.confidence_rule, confidence_llm).
+    confidence: float | None = None
 
     def __post_init__(self) -> None:
         # Facts cross into SQL, where CHECK constraints would reject these anyway;
@@ -235,6 +238,8 @@ class Fact:
             len(self.triple) != 3 or not all(isinstance(p, str) and p for p in self.triple)
         ):
             raise ValueError(f"a triple is three non-empty strings, not {self.triple!r}")
+        if self.confidence is not None and not 0.0 <= self.confidence <= 1.0:
+            raise ValueError(f"confidence must be within 0..1, not {self.confidence}")
         if self.source not in ("rule", "llm"):
             raise ValueError(f"source must be 'rule' or 'llm', not {self.source!r}")
 

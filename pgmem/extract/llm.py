@@ -124,7 +124,7 @@ that an assistant consults in later conversations.
 
 Reply with JSON only, in exactly this shape:
 {"facts": [{"content": "...", "kind": "preference|semantic|episodic|procedural", \
-"importance": 1-10, "triple": ["subject", "predicate", "object"] or null}]}
+"importance": 1-10, "confidence": 0-1, "triple": ["subject", "predicate", "object"] or null}]}
 
 - Extract what the user states about themselves: identity, life, work, relationships, \
 health, plans, decisions, likes and dislikes, and how they want the assistant to behave. \
@@ -138,6 +138,8 @@ identity (name, job, employer, city, family, health); episodic = events, appoint
 plans and decisions tied to a time; procedural = how the assistant should answer or act, \
 constraints, routines and schedules.
 - importance: 1 trivial … 10 critical (health, safety, identity, hard constraints).
+- confidence: how sure you are that the user really said or meant this: 1 stated \
+plainly, 0.7 clearly implied, 0.4 or less a guess or hedged ("maybe", "I think").
 - triple: subject "user" for facts about the user. When a fact sets something that has \
 one value at a time, use one of these predicates and the value as object, so that a \
 later change replaces it: {predicates}. For liking or disliking one thing use predicate \
@@ -239,6 +241,18 @@ def _importance(raw: Any) -> float:
     return round(min(10.0, max(1.0, value)) / 10.0, 2)
 
 
+def _confidence(raw: Any) -> float | None:
+    """The model's self-rating as 0..1 (a 1-10 answer is scaled); None when it gave
+    none or nothing usable, for the database's default (settings.confidence_llm)."""
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return round(value if value <= 1.0 else min(value, 10.0) / 10.0, 2)
+
+
 def _triple(raw: Any) -> tuple[str, str, str] | None:
     if isinstance(raw, Mapping):
         raw = [raw.get("subject"), raw.get("predicate"), raw.get("object")]
@@ -262,6 +276,7 @@ def _fact_from_item(item: Any) -> Fact | None:
         importance=_importance(item.get("importance")),
         triple=_triple(item.get("triple")),
         source="llm",
+        confidence=_confidence(item.get("confidence")),
     )
 
 

@@ -67,7 +67,9 @@ select pgmem.enqueue(
     p_session_id => %(session_id)s,
     p_agent_id => %(agent_id)s,
     p_metadata => %(metadata)s,
-    p_occurred_at => %(occurred_at)s
+    p_occurred_at => %(occurred_at)s,
+    p_confidence => %(confidence)s::float8,
+    p_expires_at => %(expires_at)s
 ) as inbox_id
 """
 

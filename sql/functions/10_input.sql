@@ -240,3 +240,58 @@ $$;
 
 comment on function pgmem._importance_arg(double precision) is
     'An importance from a float8 parameter as real, or PM014 when it is outside 0..1, before a cast to real could overflow (internal; pgmem''s update statement uses it).';
+
+-- Confidence and expiry of a fact (issue 10): pgmem.remember's p_confidence
+-- and p_expires_at, remember_many's confidence and expires_at keys.
+--   PM026  confidence outside 0..1 (NaN included)
+--   PM027  expires_at not later than the fact's valid_from
+create or replace function pgmem._check_truth_input(
+    p_item integer,
+    p_confidence double precision,
+    p_expires_at timestamptz,
+    p_valid_from timestamptz
+)
+returns void
+language plpgsql
+stable parallel safe  -- the message prints timestamps in the session's TimeZone
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_arg text := case when p_item is null then 'p_' else pg_catalog.format('p_items[%s].', p_item) end;
+begin
+    -- NaN sorts above every number, so it fails the range test too.
+    if p_confidence is not null and not (p_confidence between 0 and 1) then
+        raise exception '%confidence % is outside 0..1', v_arg, p_confidence
+            using errcode = 'PM026',
+                  hint = 'Pass how sure the source is, between 0 and 1, or NULL for the source''s default '
+                         '(settings.confidence_rule for rule, confidence_llm for llm, 1 otherwise).';
+    end if;
+    if p_expires_at is not null and p_expires_at <= p_valid_from then
+        raise exception '%expires_at % is not later than the fact''s valid_from %', v_arg, p_expires_at, p_valid_from
+            using errcode = 'PM027',
+                  hint = 'An expiry ends the fact''s validity: give a later time, or NULL for the kind''s default TTL '
+                         '(settings.ttl_<kind>; none for preferences).';
+    end if;
+end
+$$;
+
+comment on function pgmem._check_truth_input(integer, double precision, timestamptz, timestamptz) is
+    'Raises PM026 (confidence outside 0..1) or PM027 (expires_at not after valid_from) for a fact about to be remembered; p_item numbers the item of a batch (internal).';
+
+create or replace function pgmem._timestamptz_or_null(p_text text)
+returns timestamptz
+language plpgsql
+stable parallel safe  -- the text is read in the session's TimeZone and DateStyle
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    return p_text::timestamptz;
+exception when others then
+    return null;
+end
+$$;
+
+comment on function pgmem._timestamptz_or_null(text) is
+    'p_text as a timestamptz, NULL when it is not one: remember_many finds the item whose expires_at is not a timestamp and names it (PM027) (internal).';

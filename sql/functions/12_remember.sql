@@ -110,6 +110,10 @@ $$;
 comment on function pgmem._write_details(text[], text) is
     'The details every write event of a fact carries: the kinds of redacted data and the agent (internal).';
 
+-- Before issue 10 it had no confidence and expiry.
+drop function if exists pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real,
+                                               text, text, text, text, text, text, jsonb, timestamptz, timestamptz);
+
 create or replace function pgmem._remember_decide(
     p_tenant text,
     p_settings pgmem.settings,
@@ -127,7 +131,9 @@ create or replace function pgmem._remember_decide(
     p_source text,
     p_metadata jsonb,
     p_valid_from timestamptz,
-    p_now timestamptz
+    p_now timestamptz,
+    p_confidence real,
+    p_expires_at timestamptz
 )
 returns table(action text, memory_id bigint, related_id bigint, similarity real)
 language plpgsql
@@ -259,6 +265,8 @@ begin
         set access_count = m.access_count + 1,
             last_accessed_at = greatest(m.last_accessed_at, p_now),
             importance = greatest(m.importance, p_importance),
+            -- Said again: as sure as the surer of the two sayings.
+            confidence = greatest(m.confidence, p_confidence),
             embedding = coalesce(m.embedding, p_embedding),
             updated_at = p_now
         where m.tenant_id = p_tenant and m.memory_id = v_id;
@@ -278,14 +286,14 @@ begin
     end if;
 
     insert into pgmem.memories as m (tenant_id, subject, agent_id, session_id, kind, content, embedding, importance,
-                                     source, triple_subject, triple_predicate, triple_object, valid_from,
-                                     valid_to, status, status_changed_at, last_accessed_at, metadata, created_at,
-                                     updated_at)
+                                     confidence, source, triple_subject, triple_predicate, triple_object,
+                                     valid_from, valid_to, status, status_changed_at, last_accessed_at,
+                                     expires_at, metadata, created_at, updated_at)
     values (p_tenant, p_subject, p_agent_id, p_session_id, p_kind, p_content, p_embedding, p_importance,
-            p_source, pg_catalog.btrim(p_triple_subject), pg_catalog.btrim(p_triple_predicate),
+            p_confidence, p_source, pg_catalog.btrim(p_triple_subject), pg_catalog.btrim(p_triple_predicate),
             pg_catalog.btrim(p_triple_object), p_valid_from,
             v_newer_from, case when v_newer_id is null then 'active' else 'superseded' end,
-            p_now, p_now, p_metadata, p_now, p_now)
+            p_now, p_now, p_expires_at, p_metadata, p_now, p_now)
     returning m.memory_id into v_new_id;
     action := coalesce(action, 'inserted');
     memory_id := v_new_id;
@@ -327,7 +335,8 @@ end
 $$;
 
 comment on function pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real, text,
-                                            text, text, text, text, text, jsonb, timestamptz, timestamptz) is
+                                            text, text, text, text, text, jsonb, timestamptz, timestamptz, real,
+                                            timestamptz) is
     'Core of pgmem.remember for checked, redacted input whose subject is locked: reinforce, supersede, deduplicate, insert for merge or insert, with events (internal).';
 
 create or replace function pgmem._reject(
@@ -363,6 +372,10 @@ $$;
 comment on function pgmem._reject(text, text, text[], text[], text, timestamptz) is
     'Writes the reject events of rejected (prompt-injection) contents: rule, byte size and SHA-256, never the text (internal).';
 
+-- Before issue 10 it had no p_confidence and p_expires_at.
+drop function if exists pgmem.remember(text, text, real[], text, double precision, text, text, text, text, text, text,
+                                       jsonb, timestamptz, timestamptz);
+
 create or replace function pgmem.remember(
     p_subject text,
     p_content text,
@@ -378,7 +391,9 @@ create or replace function pgmem.remember(
     p_source text default 'sql',
     p_metadata jsonb default '{}',
     p_valid_from timestamptz default null,
-    p_now timestamptz default null
+    p_now timestamptz default null,
+    p_confidence double precision default null,
+    p_expires_at timestamptz default null
 )
 returns table(action text, memory_id bigint, related_id bigint, similarity real)
 language plpgsql
@@ -411,6 +426,7 @@ begin
     perform pgmem._check_memory_input(null, v_settings, p_subject, p_content, p_kind, p_importance, v_dims, v_finite,
                                       v_norm, p_triple_subject, p_triple_predicate, p_triple_object, p_source,
                                       p_metadata);
+    perform pgmem._check_truth_input(null, p_confidence, p_expires_at, coalesce(p_valid_from, v_now));
     v_rule := pgmem.detect_injection(p_content);
     perform pgmem._lock_subjects(v_tenant, array[p_subject], v_now);
     if v_rule is not null then
@@ -430,11 +446,15 @@ begin
                                     p_embedding::public.vector, p_kind,
                                     coalesce(p_importance::real, v_settings.default_importance),
                                     p_triple_subject, p_triple_predicate, v_object, p_session_id, p_agent_id,
-                                    p_source, p_metadata, coalesce(p_valid_from, v_now), v_now) as d;
+                                    p_source, p_metadata, coalesce(p_valid_from, v_now), v_now,
+                                    coalesce(p_confidence::real, pgmem._default_confidence(v_settings, p_source)),
+                                    coalesce(p_expires_at,
+                                             pgmem._default_expiry(v_settings, p_kind, coalesce(p_valid_from, v_now))))
+                 as d;
 end
 $$;
 
 comment on function pgmem.remember(text, text, real[], text, double precision, text, text, text, text, text, text,
-                                   jsonb, timestamptz, timestamptz) is
-    'Stores a fact about p_subject and says what it did: rejected (prompt injection), reinforced (already known), superseded (same subject+predicate, new object; old row kept for history), outdated (an older fact for a key whose current fact is newer: stored as history), deduplicated (cosine >= settings.duplicate_threshold), merge_pending (>= merge_threshold: inserted, merge job queued) or inserted. Secrets are redacted first. p_embedding: real[] or vector of settings.embedding_dims, NULL for text only. Errors PM010-PM020.';
+                                   jsonb, timestamptz, timestamptz, double precision, timestamptz) is
+    'Stores a fact about p_subject and says what it did: rejected (prompt injection), reinforced (already known), superseded (same subject+predicate, new object; old row kept for history), outdated (an older fact for a key whose current fact is newer: stored as history), deduplicated (cosine >= settings.duplicate_threshold), merge_pending (>= merge_threshold: inserted, merge job queued) or inserted. Secrets are redacted first. p_embedding: real[] or vector of settings.embedding_dims, NULL for text only. p_confidence (0..1) defaults by source (rule settings.confidence_rule, llm confidence_llm, else 1); p_expires_at defaults to valid_from + settings.ttl_<kind> (none for preferences). Errors PM010-PM020, PM026, PM027.';
 

@@ -35,7 +35,7 @@ declare
     v_item record;
     v_keys constant text[] := array['subject', 'content', 'embedding', 'kind', 'importance', 'triple_subject',
                                     'triple_predicate', 'triple_object', 'session_id', 'agent_id', 'source',
-                                    'metadata', 'valid_from', 'rejected'];
+                                    'metadata', 'valid_from', 'rejected', 'confidence', 'expires_at'];
 begin
     select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant;
     if p_items is null or pg_catalog.jsonb_typeof(p_items) <> 'array' then
@@ -53,9 +53,19 @@ begin
             where k.key <> all (v_keys)) as unknown_key,
            pg_catalog.jsonb_typeof(e.v -> 'embedding') as embedding_type,
            pg_catalog.jsonb_typeof(e.v -> 'importance') as importance_type,
-           pg_catalog.jsonb_typeof(e.v -> 'rejected') as rejected_type
+           pg_catalog.jsonb_typeof(e.v -> 'rejected') as rejected_type,
+           t.bad_confidence, t.bad_expiry
     into v_bad
     from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
+    cross join lateral (
+        select coalesce(pg_catalog.jsonb_typeof(e.v -> 'confidence') not in ('number', 'null')
+                        or (pg_catalog.jsonb_typeof(e.v -> 'confidence') = 'number'
+                            and pg_catalog.abs((e.v -> 'confidence')::numeric) > 1.7976931348623157e308),
+                        false) as bad_confidence,
+               coalesce(pg_catalog.jsonb_typeof(e.v -> 'expires_at') not in ('string', 'null')
+                        or (pg_catalog.jsonb_typeof(e.v -> 'expires_at') = 'string'
+                            and pgmem._timestamptz_or_null(e.v ->> 'expires_at') is null),
+                        false) as bad_expiry) as t
     where pg_catalog.jsonb_typeof(e.v) <> 'object'
        or exists (select from pg_catalog.jsonb_object_keys(e.v) as k(key) where k.key <> all (v_keys))
        or pg_catalog.jsonb_typeof(e.v -> 'embedding') not in ('array', 'string', 'null')
@@ -65,6 +75,7 @@ begin
        or (pg_catalog.jsonb_typeof(e.v -> 'importance') = 'number'
            and pg_catalog.abs((e.v -> 'importance')::numeric) > 1.7976931348623157e308)
        or pg_catalog.jsonb_typeof(e.v -> 'rejected') not in ('string', 'null')
+       or t.bad_confidence or t.bad_expiry
     order by e.i
     limit 1;
     if found then
@@ -78,6 +89,12 @@ begin
             raise exception 'p_items[%].embedding must be a JSON array of % numbers or a vector literal string',
                             v_bad.i, v_settings.embedding_dims
                 using errcode = 'PM015', hint = 'Leave it out (or null) to store text only and let the worker embed it.';
+        elsif v_bad.bad_confidence then
+            raise exception 'p_items[%].confidence must be a number between 0 and 1', v_bad.i
+                using errcode = 'PM026', hint = 'Leave it out (or null) for the source''s default confidence.';
+        elsif v_bad.bad_expiry then
+            raise exception 'p_items[%].expires_at must be a timestamp such as "2026-12-24T18:00:00Z"', v_bad.i
+                using errcode = 'PM027', hint = 'Leave it out (or null) for the kind''s default TTL.';
         elsif v_bad.rejected_type not in ('string', 'null') then
             raise exception 'p_items[%].rejected must be a string: the reason the caller refused the text', v_bad.i
                 using errcode = 'PM021', hint = 'Leave it out (or null) to let pgmem''s own rules decide.';
@@ -120,7 +137,10 @@ begin
                 coalesce(e.v ->> 'kind', 'semantic'), (e.v ->> 'importance')::double precision,
                 public.vector_dims(x.embedding), true, public.vector_norm(x.embedding),
                 e.v ->> 'triple_subject', e.v ->> 'triple_predicate', e.v ->> 'triple_object',
-                coalesce(e.v ->> 'source', 'sql'), coalesce(e.v -> 'metadata', '{}'))
+                coalesce(e.v ->> 'source', 'sql'), coalesce(e.v -> 'metadata', '{}')),
+            pgmem._check_truth_input(e.i::integer, (e.v ->> 'confidence')::double precision,
+                                     (e.v ->> 'expires_at')::timestamptz,
+                                     coalesce((e.v ->> 'valid_from')::timestamptz, v_now))
     from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
     join pg_catalog.unnest(v_embeddings) with ordinality as x(embedding, i) on x.i = e.i;
 
@@ -171,6 +191,8 @@ begin
         source text not null,
         metadata jsonb not null,
         valid_from timestamptz not null,
+        confidence real not null,
+        expires_at timestamptz,
         rejected_rule text,
         twins_in_batch boolean not null,   -- same content or triple key as another item
         exact_id bigint,                   -- active row with the same content
@@ -186,10 +208,14 @@ begin
     truncate pg_temp._pgmem_batch;
     insert into pg_temp._pgmem_batch (item, subject, content, content_hash, redacted, embedding, kind, importance,
                                       triple_subject, triple_predicate, triple_object, session_id, agent_id, source,
-                                      metadata, valid_from, rejected_rule, twins_in_batch, action)
+                                      metadata, valid_from, confidence, expires_at, rejected_rule, twins_in_batch,
+                                      action)
     select x.i, x.subject, x.content, x.content_hash, x.redacted, x.embedding, x.kind, x.importance,
            x.triple_subject, x.triple_predicate, x.triple_object, x.session_id, x.agent_id, x.source, x.metadata,
-           x.valid_from, x.rule,
+           x.valid_from,
+           coalesce(x.confidence, pgmem._default_confidence(v_settings, x.source)),
+           coalesce(x.expires_at, pgmem._default_expiry(v_settings, x.kind, x.valid_from)),
+           x.rule,
            pg_catalog.count(*) over (partition by x.subject, x.content_hash) > 1
            or (x.triple_predicate is not null
                and pg_catalog.count(*) over (partition by x.subject, pg_catalog.lower(x.triple_subject),
@@ -206,6 +232,8 @@ begin
                  e.v ->> 'session_id' as session_id, e.v ->> 'agent_id' as agent_id,
                  coalesce(e.v ->> 'source', 'sql') as source, coalesce(e.v -> 'metadata', '{}') as metadata,
                  coalesce((e.v ->> 'valid_from')::timestamptz, v_now) as valid_from,
+                 (e.v ->> 'confidence')::real as confidence,
+                 (e.v ->> 'expires_at')::timestamptz as expires_at,
                  -- pgmem's own rule names the rejection; the caller's reason when only it refused.
                  coalesce(j.rule, nullif(e.v ->> 'rejected', '')) as rule
           from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
@@ -303,9 +331,11 @@ begin
         set access_count = m.access_count + r.n,
             last_accessed_at = greatest(m.last_accessed_at, v_now),
             importance = greatest(m.importance, r.importance),
+            confidence = greatest(m.confidence, r.confidence),
             embedding = coalesce(m.embedding, r.embedding),
             updated_at = v_now
         from (select b.memory_id, pg_catalog.count(*) as n, pg_catalog.max(b.importance) as importance,
+                     pg_catalog.max(b.confidence) as confidence,
                      (pg_catalog.array_agg(b.embedding order by b.item) filter (where b.embedding is not null))[1]
                          as embedding
               from pg_temp._pgmem_batch as b
@@ -330,12 +360,12 @@ begin
 
         with inserted as (
             insert into pgmem.memories as m (tenant_id, subject, agent_id, session_id, kind, content, embedding,
-                                             importance, source, triple_subject, triple_predicate, triple_object,
-                                             valid_from, status_changed_at, last_accessed_at, metadata, created_at,
-                                             updated_at)
-            select v_tenant, b.subject, b.agent_id, b.session_id, b.kind, b.content, b.embedding, b.importance, b.source,
-                   b.triple_subject, b.triple_predicate, b.triple_object, b.valid_from, v_now, v_now, b.metadata, v_now,
-                   v_now
+                                             importance, confidence, source, triple_subject, triple_predicate,
+                                             triple_object, valid_from, status_changed_at, last_accessed_at,
+                                             expires_at, metadata, created_at, updated_at)
+            select v_tenant, b.subject, b.agent_id, b.session_id, b.kind, b.content, b.embedding, b.importance,
+                   b.confidence, b.source, b.triple_subject, b.triple_predicate, b.triple_object, b.valid_from, v_now,
+                   v_now, b.expires_at, b.metadata, v_now, v_now
             from pg_temp._pgmem_batch as b
             where b.action in ('inserted', 'merge_pending')
             order by b.item
@@ -379,7 +409,8 @@ begin
         from pgmem._remember_decide(v_tenant, v_settings, v_item.subject, v_item.content, v_item.redacted,
                                     v_item.embedding, v_item.kind, v_item.importance, v_item.triple_subject,
                                     v_item.triple_predicate, v_item.triple_object, v_item.session_id,
-                                    v_item.agent_id, v_item.source, v_item.metadata, v_item.valid_from, v_now) as d
+                                    v_item.agent_id, v_item.source, v_item.metadata, v_item.valid_from, v_now,
+                                    v_item.confidence, v_item.expires_at) as d
         where b.item = v_item.item;
     end loop;
 
@@ -391,5 +422,5 @@ end
 $$;
 
 comment on function pgmem.remember_many(jsonb, text, timestamptz) is
-    'Bulk pgmem.remember: p_items is a JSON array of objects with the keys subject (default p_subject), content, embedding (JSON array of numbers or a vector literal string ''[0.1,…]'', the faster form), kind, importance, triple_subject, triple_predicate, triple_object, session_id, agent_id, source, metadata, valid_from, rejected (a caller''s reason to refuse the text: recorded as a content-free reject event, like text pgmem''s own rules reject). Same decisions as remember; one result row per item (item counts from 1). Plainly new items are inserted set-based. Needs the TEMPORARY privilege on the database.';
+    'Bulk pgmem.remember: p_items is a JSON array of objects with the keys subject (default p_subject), content, embedding (JSON array of numbers or a vector literal string ''[0.1,…]'', the faster form), kind, importance, triple_subject, triple_predicate, triple_object, session_id, agent_id, source, metadata, valid_from, confidence (0..1; default by source), expires_at (default valid_from + settings.ttl_<kind>), rejected (a caller''s reason to refuse the text: recorded as a content-free reject event, like text pgmem''s own rules reject). Same decisions as remember; one result row per item (item counts from 1). Plainly new items are inserted set-based. Needs the TEMPORARY privilege on the database.';
 

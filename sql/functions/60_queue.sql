@@ -4,13 +4,18 @@
 -- pgmem.remember in the same transaction that marks the job done, so a
 -- killed worker loses nothing and applies nothing twice.
 
+-- Before issue 10 it had no p_confidence and p_expires_at.
+drop function if exists pgmem.enqueue(text, jsonb, text, text, jsonb, timestamptz);
+
 create or replace function pgmem.enqueue(
     p_subject text,
     p_messages jsonb,
     p_session_id text default null,
     p_agent_id text default null,
     p_metadata jsonb default '{}',
-    p_occurred_at timestamptz default null
+    p_occurred_at timestamptz default null,
+    p_confidence double precision default null,
+    p_expires_at timestamptz default null
 )
 returns bigint
 language plpgsql
@@ -47,12 +52,16 @@ begin
                         coalesce(pg_catalog.length(p_subject)::text || ' characters', 'NULL')
             using errcode = 'PM040', hint = 'Pass the user or entity the turn is about, e.g. ''alice''.';
     end if;
+    -- Checked now, as remember would check them for each fact of the turn.
+    perform pgmem._check_truth_input(null, p_confidence, p_expires_at, coalesce(p_occurred_at, pg_catalog.now()));
     insert into pgmem.subjects (tenant_id, subject) values (v_tenant, p_subject)
     on conflict do nothing;
     insert into pgmem.inbox (tenant_id, job, subject, session_id, agent_id, payload)
     values (v_tenant, 'turn', p_subject, p_session_id, p_agent_id,
             pg_catalog.jsonb_build_object('messages', v_messages, 'metadata', p_metadata,
-                                          'occurred_at', p_occurred_at))
+                                          'occurred_at', p_occurred_at)
+            || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('confidence', p_confidence,
+                                                                          'expires_at', p_expires_at)))
     returning inbox_id into v_id;
     -- No payload: every role may LISTEN, so naming the tenant would tell
     -- any tenant when another one enqueues.
@@ -61,8 +70,8 @@ begin
 end
 $$;
 
-comment on function pgmem.enqueue(text, jsonb, text, text, jsonb, timestamptz) is
-    'Queues a conversation turn (JSON array of {role, content}, or a string) for the worker to extract, embed and remember; returns the inbox id and wakes workers (NOTIFY pgmem_inbox).';
+comment on function pgmem.enqueue(text, jsonb, text, text, jsonb, timestamptz, double precision, timestamptz) is
+    'Queues a conversation turn (JSON array of {role, content}, or a string) for the worker to extract, embed and remember; returns the inbox id and wakes workers (NOTIFY pgmem_inbox). p_confidence and p_expires_at, when given, apply to every fact of the turn (PM026, PM027 as in remember).';
 
 create or replace function pgmem.claim_jobs(p_limit integer default 16, p_now timestamptz default null)
 returns setof pgmem.inbox
