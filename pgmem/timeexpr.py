@@ -39,6 +39,7 @@ __all__ = [
     "find",
     "period",
     "resolve",
+    "strip",
     "time_zone",
     "widen",
     "window",
@@ -486,6 +487,18 @@ def resolve(content: str, occurred_at: datetime, tz: tzinfo) -> Resolved:
         datetime.combine(valid_from, time(), tzinfo=tz) if valid_from else None,
         event_end,
     )
+
+
+def strip(text: str, today: date) -> str:
+    """``text`` without its relative time expressions ("Lisbon 3 days ago" → "Lisbon"):
+    for a triple's parts, whose date the content and the valid time carry instead."""
+    kept, position = [], 0
+    for m in find(text, today):
+        if m.relative:
+            kept.append(text[position : m.start])
+            position = m.end
+    kept.append(text[position:])
+    return re.sub(r"\s+", " ", "".join(kept)).strip(" ,;")
 
 
 # ------------------------------------------------------------------- queries

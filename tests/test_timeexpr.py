@@ -206,6 +206,13 @@ def test_time_zone_names() -> None:
         te.time_zone("Mars/Olympus")
 
 
+def test_strip_drops_relative_times_only() -> None:
+    assert te.strip("Lisbon 3 days ago", TUESDAY) == "Lisbon"
+    assert te.strip("下周三的会议", TUESDAY) == "的会议"
+    assert te.strip("Berlin in May 2023", TUESDAY) == "Berlin in May 2023"
+    assert te.strip("next Friday", TUESDAY) == ""
+
+
 # ------------------------------------------------------------------- queries
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "SET_TIME_ZONE",
     "SUBJECT_EVENTS",
     "TENANT_DIMS",
+    "TIME_POLICY",
     "TIME_ZONE",
     "UPDATE_MEMORY",
 ]
@@ -147,6 +148,16 @@ select pgmem.context(
 
 # The zone a subject's relative dates and question times are read in (26_time_zone.sql).
 TIME_ZONE: Final = "select pgmem.time_zone(%(subject)s) as time_zone"
+
+# What resolving a turn's relative dates needs: the zone and how long an appointment
+# outlives its day (settings.appointment_grace, revision 0011).
+TIME_POLICY: Final = """
+select pgmem.time_zone(%(subject)s) as time_zone, s.appointment_grace
+from pgmem.settings as s
+where s.tenant_id in ((select pgmem._require_tenant()), '_default')
+order by s.tenant_id = '_default'
+limit 1
+"""
 
 SET_TIME_ZONE: Final = "select pgmem.set_time_zone(%(subject)s, %(time_zone)s) as time_zone"
 
