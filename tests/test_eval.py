@@ -561,3 +561,30 @@ def test_smoke_on_one_real_conversation(server_dsn: str) -> None:
     assert recall["cosine"][10] > 0.35
     assert recall["hybrid"][10] > recall["cosine"][10]
     assert not _database_exists(server_dsn, name)
+
+
+@pytest.mark.parametrize(
+    ("question", "relative", "routed"),
+    [
+        ("What did Ana do last week?", ("2023-06-26", "2023-07-03"), 0),
+        ("Who is Ana's best friend?", None, 1),
+        ("When did Ben meet his sister in June 2023?", ("2023-06-01", "2023-07-01"), 1),
+        ("What does Ana like to cook?", None, 0),
+    ],
+)
+def test_routes_pick_windows_and_ripple_per_question(
+    question: str, relative: tuple[str, str] | None, routed: int
+) -> None:
+    now = dt.datetime(2023, 7, 5, tzinfo=dt.UTC)  # a Wednesday
+    probe = ev._Probe("s", ev.Question(question, 1, ("D1:1",)), "[1]", now)
+    window = ev._window(ev.MODES["hybrid-time-relative"], probe)
+    period = None
+    if window is not None:
+        period = tuple(
+            d.date().isoformat()
+            for d in (window[0] + ev.WINDOW_BEFORE, window[1] - ev.WINDOW_AFTER)
+        )
+    assert ev._window(ev.MODES["hybrid-time"], probe) == ev.question_window(question)
+    assert period == relative
+    assert ev._hops(ev.MODES["hybrid-routed"], probe) == routed
+    assert ev._hops(ev.MODES["hybrid-time"], probe) == 0

@@ -418,6 +418,19 @@ class Mode:
     # Questions naming a date recall only memories created in its window
     # (p_since/p_until, see question_window); the others recall everything.
     time_window: bool = False
+    # Relative times too ("last week", "two days ago"), read as of the probe's now
+    # (pgmem.timeexpr.window), as Memory.search does.
+    relative_time: bool = False
+    # Routing: a question about people and relations ripples one hop (RELATION_QUESTION).
+    route_relations: bool = False
+
+
+# Questions about who someone is to whom: the route that follows memory links.
+RELATION_QUESTION = re.compile(
+    r"\b(who|whom|relationship|friends?|partner|family|kids?|children|husband|wife|"
+    r"mother|father|sister|brother|married|dating)\b",
+    re.IGNORECASE,
+)
 
 
 MODES: Mapping[str, Mode] = {
@@ -446,6 +459,20 @@ MODES: Mapping[str, Mode] = {
             "hybrid; a question naming a date recalls within its window (p_since/p_until)",
             Q.RECALL,
             time_window=True,
+        ),
+        Mode(
+            "hybrid-time-relative",
+            "hybrid-time, relative times included (last week, two days ago) as of the probe's now",
+            Q.RECALL,
+            time_window=True,
+            relative_time=True,
+        ),
+        Mode(
+            "hybrid-routed",
+            "hybrid-time, and p_hops => 1 for relation questions (who, friend, family…)",
+            Q.RECALL,
+            time_window=True,
+            route_relations=True,
         ),
         Mode(
             "hybrid-ripple",
@@ -608,7 +635,7 @@ def _ask(
     conn: psycopg.Connection[dict[str, Any]], mode: Mode, probe: _Probe, k: int
 ) -> list[tuple[list[str], int]]:
     """The first k memories' dia_ids and ripple hops (0 for a direct hit)."""
-    window = question_window(probe.question.question) if mode.time_window else None
+    window = _window(mode, probe)
     params = {
         "subject": probe.subject,
         "since": window[0] if window else None,
@@ -616,13 +643,28 @@ def _ask(
         "query": probe.question.question if mode.text else None,
         "embedding": probe.embedding if mode.vector else None,
         "k": k,
-        "hops": mode.hops,
+        "hops": _hops(mode, probe),
         "now": probe.now,
         "pool": BASELINE_POOL,
         "rrf_k": BASELINE_RRF_K,
     }
     rows = conn.execute(mode.statement, params).fetchall()
     return [([str(i) for i in row["dia_ids"] or ()], row.get("hops") or 0) for row in rows[:k]]
+
+
+def _window(mode: Mode, probe: _Probe) -> tuple[datetime, datetime] | None:
+    """The mode's p_since/p_until for a probe (None: no window)."""
+    if not mode.time_window:
+        return None
+    if mode.relative_time:
+        return timeexpr.window(probe.question.question, probe.now)
+    return question_window(probe.question.question)
+
+
+def _hops(mode: Mode, probe: _Probe) -> int:
+    if mode.route_relations and RELATION_QUESTION.search(probe.question.question):
+        return 1
+    return mode.hops
 
 
 def run_mode(
@@ -643,7 +685,7 @@ def run_mode(
         # (same candidates, same order); ripple expands from the k hits, so it is
         # asked once per k.
         by_k: dict[int, list[tuple[list[str], int]]] = {}
-        if mode.hops == 0:
+        if _hops(mode, probe) == 0:
             rows = _ask(conn, mode, probe, top)
             queries += 1
             by_k = {k: rows[:k] for k in ks}
