@@ -421,16 +421,6 @@ class Mode:
     # Relative times too ("last week", "two days ago"), read as of the probe's now
     # (pgmem.timeexpr.window), as Memory.search does.
     relative_time: bool = False
-    # Routing: a question about people and relations ripples one hop (RELATION_QUESTION).
-    route_relations: bool = False
-
-
-# Questions about who someone is to whom: the route that follows memory links.
-RELATION_QUESTION = re.compile(
-    r"\b(who|whom|relationship|friends?|partner|family|kids?|children|husband|wife|"
-    r"mother|father|sister|brother|married|dating)\b",
-    re.IGNORECASE,
-)
 
 
 MODES: Mapping[str, Mode] = {
@@ -466,13 +456,6 @@ MODES: Mapping[str, Mode] = {
             Q.RECALL,
             time_window=True,
             relative_time=True,
-        ),
-        Mode(
-            "hybrid-routed",
-            "hybrid-time, and p_hops => 1 for relation questions (who, friend, family…)",
-            Q.RECALL,
-            time_window=True,
-            route_relations=True,
         ),
         Mode(
             "hybrid-ripple",
@@ -643,7 +626,7 @@ def _ask(
         "query": probe.question.question if mode.text else None,
         "embedding": probe.embedding if mode.vector else None,
         "k": k,
-        "hops": _hops(mode, probe),
+        "hops": mode.hops,
         "now": probe.now,
         "pool": BASELINE_POOL,
         "rrf_k": BASELINE_RRF_K,
@@ -659,12 +642,6 @@ def _window(mode: Mode, probe: _Probe) -> tuple[datetime, datetime] | None:
     if mode.relative_time:
         return timeexpr.window(probe.question.question, probe.now)
     return question_window(probe.question.question)
-
-
-def _hops(mode: Mode, probe: _Probe) -> int:
-    if mode.route_relations and RELATION_QUESTION.search(probe.question.question):
-        return 1
-    return mode.hops
 
 
 def run_mode(
@@ -685,7 +662,7 @@ def run_mode(
         # (same candidates, same order); ripple expands from the k hits, so it is
         # asked once per k.
         by_k: dict[int, list[tuple[list[str], int]]] = {}
-        if _hops(mode, probe) == 0:
+        if mode.hops == 0:
             rows = _ask(conn, mode, probe, top)
             queries += 1
             by_k = {k: rows[:k] for k in ks}
