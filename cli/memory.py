@@ -242,6 +242,31 @@ def add(
         print_rows(results, as_json=False, title=f"remembered for {user}", columns=ADD_COLUMNS)
 
 
+# Scope and time of search and context (issue 11: scoped recall, time in questions).
+SinceOption = Annotated[
+    datetime | None, typer.Option("--since", help="Only memories created at or after this.")
+]
+UntilOption = Annotated[
+    datetime | None, typer.Option("--until", help="Only memories created before this.")
+]
+ScopeAgentOption = Annotated[
+    str | None, typer.Option("--agent", help="Only memories written by this agent.")
+]
+SharedOption = Annotated[
+    list[str] | None,
+    typer.Option("--shared", help="Also a shared subject (a team, a domain); repeatable."),
+]
+NoTimeOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-time", help="Do not read a time in the query (last week, 上周) as --since/--until."
+    ),
+]
+NowOption = Annotated[
+    datetime | None, typer.Option("--now", help="The moment 'yesterday' is relative to.")
+]
+
+
 def search(
     query: Annotated[str, typer.Argument(help="What to recall.")],
     user: UserOption,
@@ -263,6 +288,12 @@ def search(
     no_reinforce: Annotated[
         bool, typer.Option("--no-reinforce", help="Do not count this as an access.")
     ] = False,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    agent: ScopeAgentOption = None,
+    shared: SharedOption = None,
+    no_time: NoTimeOption = False,
+    now: NowOption = None,
     no_embed: NoEmbedOption = False,
     tenant: TenantOption = None,
     dsn: DsnOption = None,
@@ -271,7 +302,9 @@ def search(
 ) -> None:
     """Recall a user's memories for a query, best first.
 
-    Each hit shows the parts of its score (relevance, importance, recency).
+    Each hit shows the parts of its score (relevance, importance, recency). A time the
+    query names ("last week", "上周", "in May 2023") limits the hits to its window
+    unless --since/--until or --no-time say otherwise.
 
     Exit codes: 0 ok, 1 error, 2 usage, 4 not found.
     """
@@ -290,8 +323,18 @@ def search(
             as_of=as_of,
             diversity=diversity,
             reinforce=not no_reinforce,
+            since=since,
+            until=until,
+            agent_id=agent,
+            shared_subjects=shared,
+            parse_time=not no_time,
+            now=now,
         )
-    columns = SEARCH_COLUMNS + (["hops", "via_memory_id"] if hops else [])
+    columns = (
+        SEARCH_COLUMNS
+        + (["hops", "via_memory_id"] if hops else [])
+        + (["subject"] if shared else [])
+    )
     show_rows(
         rows,
         fmt=fmt,
@@ -309,6 +352,12 @@ def context(
     kind: KindOption = None,
     session: Annotated[str | None, typer.Option("--session", help="Only this session.")] = None,
     hops: Annotated[int, typer.Option("--hops", help="Follow memory links (0-3).")] = 0,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    agent: ScopeAgentOption = None,
+    shared: SharedOption = None,
+    no_time: NoTimeOption = False,
+    now: NowOption = None,
     no_embed: NoEmbedOption = False,
     tenant: TenantOption = None,
     dsn: DsnOption = None,
@@ -323,7 +372,20 @@ def context(
     """
     fmt = output_format(as_json, as_jsonl)
     with memory_errors(dsn), open_memory(dsn, tenant, embed=not no_embed) as memory:
-        block = memory.context(query, user, budget, kinds=kind, session_id=session, hops=hops)
+        block = memory.context(
+            query,
+            user,
+            budget,
+            kinds=kind,
+            session_id=session,
+            hops=hops,
+            since=since,
+            until=until,
+            agent_id=agent,
+            shared_subjects=shared,
+            parse_time=not no_time,
+            now=now,
+        )
     if fmt != "table":
         print_json({"context": block}, lines=fmt == "jsonl")
     elif block.strip():

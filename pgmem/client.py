@@ -43,14 +43,14 @@ import re
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from pgmem import ingest, queries
+from pgmem import ingest, queries, timeexpr
 from pgmem.db import resolve_dsn
 from pgmem.embed import Embedder, embedder_from_env
 from pgmem.extract import KINDS, LLMExtractor, Mode, as_messages
@@ -395,6 +395,9 @@ class Memory:
             planned = ingest.plan_as_is(messages, kind or "semantic", importance)
         if not planned:
             return []
+        # Relative dates resolved before anything is embedded or stored.
+        with self.transaction(conn) as c:
+            planned = ingest.resolve_times_of(c, user_id, planned, occurred_at)
         # Models run before the transaction opens: no lock waits on them.
         batch = ingest.items(
             planned,
@@ -498,6 +501,10 @@ class Memory:
         min_score: float = 0.0,
         diversity: float | None = None,
         reinforce: bool = True,
+        agent_id: str | None = None,
+        shared_subjects: Sequence[str] | None = None,
+        parse_time: bool = True,
+        now: datetime | None = None,
         conn: Connection | None = None,
     ) -> Rows:
         """The ``k`` memories of ``user_id`` that best answer ``query`` (``pgmem.recall``).
@@ -509,25 +516,37 @@ class Memory:
         contained in a memory's metadata; ``diversity`` is the MMR λ (0..1);
         ``as_of`` answers as of a past time. Returned memories are reinforced
         unless ``reinforce=False``.
+
+        Scope: ``agent_id`` keeps what that agent wrote; ``shared_subjects`` (a team's,
+        a domain's) are searched with ``user_id``'s own, each row's ``subject`` saying
+        whose it is. Time: with neither ``since`` nor ``until`` given, a time the query
+        names ("last week", "上周", "in May 2023") sets them (:meth:`time_window`),
+        unless ``parse_time=False``; ``now`` (default: the database's) is the moment
+        "yesterday" and recency are measured from.
         """
         embedding = self._embed([query], query=True)[0] if query.strip() else None
-        params = {
-            "subject": user_id,
-            "query": query,
-            "embedding": embedding,
-            "k": k,
-            "kinds": _kinds(kinds),
-            "session_id": session_id,
-            "since": since,
-            "until": until,
-            "as_of": as_of,
-            "metadata": ingest.as_jsonb(dict(filters)) if filters else None,
-            "min_score": min_score,
-            "mmr_lambda": diversity,
-            "hops": hops,
-            "reinforce": reinforce,
-        }
         with self._call(conn) as c:
+            if parse_time and since is None and until is None:
+                since, until = self._time_window(c, query, user_id, now) or (None, None)
+            params = {
+                "subject": user_id,
+                "query": query,
+                "embedding": embedding,
+                "k": k,
+                "kinds": _kinds(kinds),
+                "session_id": session_id,
+                "since": since,
+                "until": until,
+                "as_of": as_of,
+                "metadata": ingest.as_jsonb(dict(filters)) if filters else None,
+                "min_score": min_score,
+                "mmr_lambda": diversity,
+                "hops": hops,
+                "reinforce": reinforce,
+                "now": now,
+                "agent_id": agent_id,
+                "shared_subjects": list(shared_subjects) if shared_subjects is not None else None,
+            }
             return _rows(c, queries.RECALL, params)
 
     def context(
@@ -543,27 +562,78 @@ class Memory:
         min_score: float = 0.0,
         hops: int = 0,
         reinforce: bool = True,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        agent_id: str | None = None,
+        shared_subjects: Sequence[str] | None = None,
+        parse_time: bool = True,
+        now: datetime | None = None,
         conn: Connection | None = None,
     ) -> str:
         """A prompt block of what is known about ``user_id`` for ``query``
         (``pgmem.context``): sections by kind, dated lines, most relevant first,
-        within ``token_budget`` (estimated) tokens. Empty when nothing fits."""
+        within ``token_budget`` (estimated) tokens. Empty when nothing fits.
+        ``since``/``until``, ``parse_time``, ``now``, ``agent_id`` and
+        ``shared_subjects`` as in :meth:`search`."""
         embedding = self._embed([query], query=True)[0] if query.strip() else None
-        params = {
-            "subject": user_id,
-            "query": query,
-            "embedding": embedding,
-            "token_budget": token_budget,
-            "k": k,
-            "kinds": _kinds(kinds),
-            "session_id": session_id,
-            "as_of": as_of,
-            "min_score": min_score,
-            "hops": hops,
-            "reinforce": reinforce,
-        }
         with self._call(conn) as c:
+            if parse_time and since is None and until is None:
+                since, until = self._time_window(c, query, user_id, now) or (None, None)
+            params = {
+                "subject": user_id,
+                "query": query,
+                "embedding": embedding,
+                "token_budget": token_budget,
+                "k": k,
+                "kinds": _kinds(kinds),
+                "session_id": session_id,
+                "as_of": as_of,
+                "min_score": min_score,
+                "hops": hops,
+                "reinforce": reinforce,
+                "now": now,
+                "since": since,
+                "until": until,
+                "agent_id": agent_id,
+                "shared_subjects": list(shared_subjects) if shared_subjects is not None else None,
+            }
             return str(_one(c, queries.CONTEXT, params)["context"] or "")
+
+    def time_window(
+        self,
+        query: str,
+        user_id: str,
+        *,
+        now: datetime | None = None,
+        conn: Connection | None = None,
+    ) -> tuple[datetime, datetime] | None:
+        """The ``[since, until)`` :meth:`search` and :meth:`context` use for a query that
+        names a time, or None: the period it names (:func:`pgmem.timeexpr.period`, as of
+        ``now`` in ``user_id``'s time zone), opened a week before and two weeks after,
+        since a fact is often told some days after it happened (:func:`pgmem.timeexpr.widen`).
+        """
+        with self.transaction(conn) as c:
+            return self._time_window(c, query, user_id, now)
+
+    def _time_window(
+        self, c: Connection, query: str, user_id: str, now: datetime | None
+    ) -> tuple[datetime, datetime] | None:
+        if not timeexpr.find(query, date.today()):  # no query for a query naming no time
+            return None
+        zone = timeexpr.time_zone(
+            str(_one(c, queries.TIME_ZONE, {"subject": user_id})["time_zone"])
+        )
+        return timeexpr.window(query, now or datetime.now(UTC), zone)
+
+    def set_time_zone(
+        self, user_id: str, time_zone: str | None, *, conn: Connection | None = None
+    ) -> str:
+        """Sets ``user_id``'s own time zone (an IANA name; None: the tenant's) for relative
+        dates at write and times in queries (``pgmem.set_time_zone``); returns the zone
+        in effect."""
+        with self.transaction(conn) as c:
+            row = _one(c, queries.SET_TIME_ZONE, {"subject": user_id, "time_zone": time_zone})
+            return str(row["time_zone"])
 
     def get(self, memory_id: int, *, conn: Connection | None = None) -> Row | None:
         """One memory of the bound tenant, whatever its status; None if there is none."""

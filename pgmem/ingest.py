@@ -6,7 +6,9 @@ decisions whichever way it arrives:
 1. :func:`plan` turns messages into :class:`Planned` items: the extracted facts
    (:func:`pgmem.extract.extract`), then the text the extractor refused, each marked
    ``rejected`` with the extractor's reason. :func:`plan_as_is` keeps the text as
-   written (``Memory.add(infer=False)``).
+   written (``Memory.add(infer=False)``). :func:`resolve_times` then writes the absolute
+   date beside every relative one ("next Friday (2026-12-04)", :mod:`pgmem.timeexpr`),
+   as of the turn's time in the subject's time zone: relative dates never reach storage.
 2. :func:`embed` embeds the items that will be stored (never rejected text), in one
    call for as many turns as the caller has.
 3. :func:`items` builds ``pgmem.remember_many``'s JSON items; :func:`remember` runs it.
@@ -23,15 +25,15 @@ import functools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import date, datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from pgmem import queries
+from pgmem import queries, timeexpr
 from pgmem.embed import Embedder
 from pgmem.extract import ExtractionResult, LLMExtractor, Mode, as_messages, extract
 
@@ -44,6 +46,9 @@ __all__ = [
     "plan_as_is",
     "planned_from",
     "remember",
+    "resolve_times",
+    "resolve_times_of",
+    "states_time",
 ]
 
 Vector = list[float]
@@ -60,6 +65,13 @@ class Planned:
     triple: tuple[str, str, str] | None = None
     rejected: str | None = None  # the extractor's reason; SQL records the rejection
     confidence: float | None = None  # None: the database's default for the source
+    valid_from: datetime | None = None  # a past event's day (resolve_times); None: the turn's
+    expires_at: datetime | None = None  # an appointment's day + grace (resolve_times)
+
+
+# Kinds whose future-dated facts are appointments that end: a preference or a procedure
+# stated with a date ("from next week I prefer tea") outlives the date.
+APPOINTMENT_KINDS = frozenset({"episodic", "semantic"})
 
 
 def planned_from(result: ExtractionResult) -> list[Planned]:
@@ -98,6 +110,72 @@ def plan_as_is(
     ]
 
 
+def states_time(planned: Sequence[Planned]) -> bool:
+    """Whether any item to be stored names a date or time (only then is the subject's
+    time zone worth a query)."""
+    today = date.today()  # where a date is, not which, does not depend on the day
+    return any(p.rejected is None and timeexpr.find(p.content, today) for p in planned)
+
+
+def resolve_times(
+    planned: Sequence[Planned], occurred_at: datetime, tz: tzinfo, grace: timedelta
+) -> list[Planned]:
+    """Each item to be stored with its relative dates resolved as of ``occurred_at`` in
+    ``tz`` (:func:`pgmem.timeexpr.resolve`): the absolute date written beside the words,
+    the valid time moved back to the day a past event happened, and an appointment
+    (episodic or semantic fact naming a future day) expiring ``grace`` after that day."""
+    out = []
+    for p in planned:
+        if p.rejected is not None:
+            out.append(p)
+            continue
+        resolved = timeexpr.resolve(p.content, occurred_at, tz)
+        if not resolved.mentions:
+            out.append(p)
+            continue
+        end = resolved.event_end if p.kind in APPOINTMENT_KINDS else None
+        out.append(
+            replace(
+                p,
+                content=resolved.content,
+                # "lives_in: Lisbon 3 days ago" is "lives_in: Lisbon" since a date.
+                triple=_without_times(p.triple, occurred_at.astimezone(tz).date()),
+                valid_from=resolved.valid_from,
+                expires_at=None if end is None else end + grace,
+            )
+        )
+    return out
+
+
+def _without_times(triple: tuple[str, str, str] | None, today: date) -> tuple[str, str, str] | None:
+    if triple is None:
+        return None
+    parts = tuple(timeexpr.strip(part, today) or part for part in triple)
+    return parts[0], parts[1], parts[2]
+
+
+def resolve_times_of(
+    conn: psycopg.Connection[Any],
+    subject: str,
+    planned: Sequence[Planned],
+    occurred_at: datetime | None,
+) -> list[Planned]:
+    """:func:`resolve_times` in ``subject``'s time zone and its tenant's appointment grace
+    (tenant bound by the caller), as of ``occurred_at`` (None: now). No query unless an
+    item names a date."""
+    if not states_time(planned):
+        return list(planned)
+    with conn.cursor(row_factory=dict_row) as cur:
+        policy = cur.execute(queries.TIME_POLICY, {"subject": subject}).fetchone()
+    assert policy is not None  # the _default settings row always exists
+    return resolve_times(
+        planned,
+        occurred_at or datetime.now(UTC),
+        timeexpr.time_zone(policy["time_zone"]),
+        policy["appointment_grace"],
+    )
+
+
 def embed(planned: Sequence[Planned], embedder: Embedder | None) -> list[Vector | None]:
     """One vector per item: None for rejected items, and for all without an embedder."""
     stored = [p.content for p in planned if p.rejected is None]
@@ -119,8 +197,10 @@ def items(
 ) -> list[dict[str, Any]]:
     """``pgmem.remember_many`` items (keys left out rather than null). ``confidence``
     and ``expires_at``, when given, apply to every item (the caller's trust in the
-    turn overrides an extractor's self-rating). ``check_conflicts=False`` writes them as
-    explicit key-value items that never retire another fact as a contradiction."""
+    turn overrides an extractor's self-rating); otherwise an item's own valid time and
+    expiry (:func:`resolve_times`) win over the turn's ``valid_from``.
+    ``check_conflicts=False`` writes them as explicit key-value items that never retire
+    another fact as a contradiction."""
     out = []
     for p, vector in zip(planned, vectors, strict=True):
         triple = p.triple or (None, None, None)
@@ -140,9 +220,9 @@ def items(
             "session_id": session_id,
             "agent_id": agent_id,
             "metadata": dict(metadata or {}),
-            "valid_from": valid_from,
+            "valid_from": p.valid_from or valid_from,
             "confidence": p.confidence if confidence is None else confidence,
-            "expires_at": expires_at,
+            "expires_at": p.expires_at if expires_at is None else expires_at,
             "check_conflicts": None if check_conflicts else False,
             "rejected": p.rejected,
         }

@@ -71,6 +71,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from types import FrameType
 from typing import Any, Literal
 
@@ -684,9 +685,29 @@ class Worker:
         else:
             for job in todo:
                 think(job)
+        for job in turns:
+            self._resolve_times(conn, job, prepared[job["inbox_id"]])
         # A judge's merged text is embedded by the embed pass (pgmem.merge clears the vector).
         self._embed_prepared([p for p in prepared.values() if isinstance(p, _Turn | _Merge | _Reembed)])
         return prepared
+
+    def _resolve_times(self, conn: Conn, job: dict[str, Any], item: _Prepared | None) -> None:
+        """A turn's relative dates resolved (:func:`pgmem.ingest.resolve_times_of`) as of
+        the turn's ``occurred_at``, else when it was queued, before its facts are embedded."""
+        if not isinstance(item, _Turn) or item.error is not None or not job["subject"]:
+            return
+        occurred = job["payload"].get("occurred_at")
+        try:
+            at = datetime.fromisoformat(occurred) if isinstance(occurred, str) else None
+            with conn.transaction():
+                self._bind(conn, job["tenant_id"])
+                item.planned = ingest.resolve_times_of(
+                    conn, job["subject"], item.planned, at or job["created_at"]
+                )
+        except Exception as exc:
+            if conn.broken:
+                raise
+            item.error = exc
 
     def _load_reembed(self, conn: Conn, job: dict[str, Any]) -> _Reembed:
         item = _Reembed()

@@ -266,3 +266,53 @@ def test_tenant_login_dsn_needs_no_tenant_option(
     rows = as_json(pgmem("list", "--json", target=login))
     assert [r["content"] for r in rows] == ["Likes jazz"]
     one_line_error(pgmem("list", "-t", "bravo", target=login), 1, "acts for tenant 'acme'")
+
+
+def test_search_and_context_scope_and_time(pgmem: Run, admin: psycopg.Connection) -> None:
+    """--shared, --agent, --since/--until and a time in the query (issue 11)."""
+    for user, text, agent in (
+        ("alice", "Alice hikes in the Alps", "planner"),
+        ("team", "The team hikes every spring", None),
+        ("alice", "Alice hikes with a guide", None),
+    ):
+        extra = ["--agent", agent] if agent else []
+        ok(pgmem("add", text, "-u", user, "-t", "acme", "--raw", "--no-embed", *extra))
+    admin.execute("update pgmem.memories set created_at = '2026-11-25' where content like '%Alps%'")
+    admin.execute(
+        "update pgmem.memories set created_at = '2026-06-01' where content like '%guide%'"
+    )
+    base = ["-u", "alice", "-t", "acme", "--no-embed", "--no-reinforce", "--json"]
+    rows = as_json(pgmem("search", "hikes", *base, "--shared", "team"))
+    assert {(r["subject"], r["content"]) for r in rows} == {
+        ("alice", "Alice hikes in the Alps"),
+        ("alice", "Alice hikes with a guide"),
+        ("team", "The team hikes every spring"),
+    }
+    rows = as_json(pgmem("search", "hikes", *base, "--agent", "planner"))
+    assert [r["content"] for r in rows] == ["Alice hikes in the Alps"]
+    now = ["--now", "2026-12-01T12:00:00+00:00"]
+    rows = as_json(pgmem("search", "where did I hike last week", *base, *now))
+    assert [r["content"] for r in rows] == ["Alice hikes in the Alps"]
+    rows = as_json(pgmem("search", "where did I hike last week", *base, *now, "--no-time"))
+    assert len(rows) == 2
+    rows = as_json(
+        pgmem("search", "hikes", *base, "--since", "2026-05-01", "--until", "2026-07-01")
+    )
+    assert [r["content"] for r in rows] == ["Alice hikes with a guide"]
+    block = as_json(
+        pgmem(
+            "context",
+            "hikes",
+            "-u",
+            "alice",
+            "-t",
+            "acme",
+            "--no-embed",
+            "--json",
+            "--shared",
+            "team",
+            "--since",
+            "2026-11-01",
+        )
+    )["context"]
+    assert "(team) The team hikes every spring" in block and "guide" not in block

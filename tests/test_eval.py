@@ -737,3 +737,27 @@ def test_embed_bench_measures_one_configuration(server_dsn: str, locomo_file: Pa
     # The search includes the query's embedding.
     assert result["search_ms"]["p50"] >= result["query_ms"]["p50"]
     assert not _database_exists(server_dsn, name)
+
+
+@pytest.mark.parametrize(
+    ("question", "relative"),
+    [
+        ("What did Ana do last week?", ("2023-06-26", "2023-07-03")),
+        ("When did Ben meet his sister in June 2023?", ("2023-06-01", "2023-07-01")),
+        ("What does Ana like to cook?", None),
+    ],
+)
+def test_relative_time_mode_reads_times_as_of_the_probes_now(
+    question: str, relative: tuple[str, str] | None
+) -> None:
+    now = dt.datetime(2023, 7, 5, tzinfo=dt.UTC)  # a Wednesday
+    probe = ev.Probe("s", ev.Question(question, 1, ("D1:1",)), "[1]", now)
+    window = ev._window(ev.MODES["hybrid-time-relative"], probe)
+    period = None
+    if window is not None:
+        period = tuple(
+            d.date().isoformat()
+            for d in (window[0] + ev.WINDOW_BEFORE, window[1] - ev.WINDOW_AFTER)
+        )
+    assert ev._window(ev.MODES["hybrid-time"], probe) == ev.question_window(question)
+    assert period == relative

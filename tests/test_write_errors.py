@@ -422,7 +422,18 @@ def test_update_importance_beyond_real_is_pm014(acme: Tenant, importance: float)
 
 def _query_params(embedding: list[float]) -> dict[str, Any]:
     return dict.fromkeys(
-        ("kinds", "session_id", "since", "until", "as_of", "metadata", "min_score")
+        (
+            "kinds",
+            "session_id",
+            "since",
+            "until",
+            "as_of",
+            "metadata",
+            "min_score",
+            "now",
+            "agent_id",
+            "shared_subjects",
+        )
     ) | {
         "subject": "alice",
         "query": "tea",

@@ -37,10 +37,12 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from pgmem import timeexpr
 from pgmem.embed import Embedder
 from pgmem.lab import scratch
 from pgmem.queries import admin as AQ
 from pgmem.queries import eval as Q
+from pgmem.timeexpr import MONTHS, WINDOW_AFTER, WINDOW_BEFORE
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -48,6 +50,8 @@ __all__ = [
     "KS",
     "MODES",
     "TENANT",
+    "WINDOW_AFTER",
+    "WINDOW_BEFORE",
     "ZH_SET",
     "Conversation",
     "EvalError",
@@ -176,26 +180,6 @@ def normalize_evidence(raw: Iterable[object]) -> tuple[str, ...]:
     return tuple(ids)
 
 
-_MONTHS = {
-    name: number
-    for number, name in enumerate(
-        (
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ),
-        start=1,
-    )
-}
 _SESSION_DATE = re.compile(
     r"^\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([a-z]+),?\s+(\d{4})\s*$",
     re.IGNORECASE,
@@ -209,7 +193,7 @@ def parse_session_date(text: str) -> datetime:
     '2024-01-04T00:19:00+00:00'
     """
     match = _SESSION_DATE.match(text)
-    month = _MONTHS.get(match[5].lower()) if match else None
+    month = MONTHS.get(match[5].lower()) if match else None
     if match is None or month is None:
         raise EvalError(
             f"unrecognized session date {text!r} (expected like '1:56 pm on 8 May, 2023')"
@@ -218,54 +202,16 @@ def parse_session_date(text: str) -> datetime:
     return datetime(int(match[6]), month, int(match[4]), hour, int(match[2]), tzinfo=UTC)
 
 
-# Explicit dates in a question ("on 3 June, 2023", "on May 3, 2023", "in
-# December 2023", "in 2022"), most specific first. A month without a year or
-# a relative time ("last week") gives no window.
-_MONTH = "(" + "|".join(_MONTHS) + ")"
-_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH},?\s+(\d{{4}})\b", re.I)
-_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
-_MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+(\d{{4}})\b", re.I)
-_YEAR = re.compile(r"\b(?:in|during|of)\s+(\d{4})\b", re.I)
-# A conversation mentions an event a little after it happens ("last week I
-# went camping"), and a question may date an event by the session that
-# reports it: the window opens a week before the named period and closes two
-# weeks after it. Round numbers, not fitted to the benchmark's answers.
-WINDOW_BEFORE = timedelta(days=7)
-WINDOW_AFTER = timedelta(days=14)
-
-
 def question_period(question: str) -> tuple[datetime, datetime] | None:
-    """The period an explicit date in ``question`` names, as [start, end), or None.
-
-    >>> [d.date().isoformat() for d in question_period("What did she do in July 2023?")]
-    ['2023-07-01', '2023-08-01']
-    """
-    if match := _DAY_MONTH_YEAR.search(question):
-        day, month, year = int(match[1]), _MONTHS[match[2].lower()], int(match[3])
-    elif match := _MONTH_DAY_YEAR.search(question):
-        day, month, year = int(match[2]), _MONTHS[match[1].lower()], int(match[3])
-    elif match := _MONTH_YEAR.search(question):
-        month, year = _MONTHS[match[1].lower()], int(match[2])
-        start = datetime(year, month, 1, tzinfo=UTC)
-        return start, datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
-    elif match := _YEAR.search(question):
-        year = int(match[1])
-        return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
-    else:
-        return None
-    try:
-        start = datetime(year, month, day, tzinfo=UTC)
-    except ValueError:  # "31 June": no such day, no window
-        return None
-    return start, start + timedelta(days=1)
+    """The period an explicit date in ``question`` names, as [start, end) in UTC, or None
+    (:func:`pgmem.timeexpr.explicit_period`: LoCoMo's dates are read as UTC)."""
+    return timeexpr.explicit_period(question)
 
 
 def question_window(question: str) -> tuple[datetime, datetime] | None:
-    """``pgmem.recall``'s p_since/p_until for a question: its period, widened (see above)."""
-    period = question_period(question)
-    if period is None:
-        return None
-    return period[0] - WINDOW_BEFORE, period[1] + WINDOW_AFTER
+    """``pgmem.recall``'s p_since/p_until for a question: its period, widened
+    (:func:`pgmem.timeexpr.widen`)."""
+    return timeexpr.widen(question_period(question))
 
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
@@ -580,6 +526,9 @@ class Mode:
     # Questions naming a date recall only memories created in its window
     # (p_since/p_until, see question_window); the others recall everything.
     time_window: bool = False
+    # Relative times too ("last week", "two days ago"), read as of the probe's now
+    # (pgmem.timeexpr.window), as Memory.search does.
+    relative_time: bool = False
 
 
 MODES: Mapping[str, Mode] = {
@@ -608,6 +557,13 @@ MODES: Mapping[str, Mode] = {
             "hybrid; a question naming a date recalls within its window (p_since/p_until)",
             Q.RECALL,
             time_window=True,
+        ),
+        Mode(
+            "hybrid-time-relative",
+            "hybrid-time, relative times included (last week, two days ago) as of the probe's now",
+            Q.RECALL,
+            time_window=True,
+            relative_time=True,
         ),
         Mode(
             "hybrid-ripple",
@@ -780,7 +736,7 @@ def _ask(
     conn: psycopg.Connection[dict[str, Any]], mode: Mode, probe: Probe, k: int
 ) -> list[tuple[list[str], int]]:
     """The first k memories' dia_ids and ripple hops (0 for a direct hit)."""
-    window = question_window(probe.question.question) if mode.time_window else None
+    window = _window(mode, probe)
     params = {
         "subject": probe.subject,
         "since": window[0] if window else None,
@@ -795,6 +751,15 @@ def _ask(
     }
     rows = conn.execute(mode.statement, params).fetchall()
     return [([str(i) for i in row["dia_ids"] or ()], row.get("hops") or 0) for row in rows[:k]]
+
+
+def _window(mode: Mode, probe: Probe) -> tuple[datetime, datetime] | None:
+    """The mode's p_since/p_until for a probe (None: no window)."""
+    if not mode.time_window:
+        return None
+    if mode.relative_time:
+        return timeexpr.window(probe.question.question, probe.now)
+    return question_window(probe.question.question)
 
 
 def run_mode(

@@ -162,9 +162,9 @@ select r.memory_id
 from pgmem.settings as s
 cross join weights as w
 cross join lateral pgmem._recall_rows(
-    s.tenant_id, s, %(subject)s, array(select memory_id from subject),
+    s.tenant_id, s, array[%(subject)s::text], array(select memory_id from subject),
     %(embedding)s::public.vector, w.lexemes, w.weights,
-    %(now)s, %(now)s, null, null, null, null, null) as r
+    %(now)s, %(now)s, null, null, null, null, null, null) as r
 where s.tenant_id = %(tenant)s
 order by (s.w_relevance::double precision * r.relevance + r.base_score)::real desc, r.memory_id desc
 limit 10

@@ -39,9 +39,12 @@ __all__ = [
     "RECALL",
     "REEMBED_STATUS",
     "REMEMBER_MANY",
+    "SET_TIME_ZONE",
     "START_REEMBED",
     "SUBJECT_EVENTS",
     "TENANT_DIMS",
+    "TIME_POLICY",
+    "TIME_ZONE",
     "UPDATE_MEMORY",
     "USE_EMBEDDING_MODEL",
 ]
@@ -136,7 +139,7 @@ RECALL: Final = """
 select r.memory_id, r.content, r.kind, r.score, r.relevance, r.importance, r.recency,
        r.access_boost, r.similarity, r.text_match, r.hops, r.via_memory_id, r.via_link,
        r.session_id, r.status, r.pinned, r.access_count, r.last_accessed_at, r.created_at,
-       r.valid_from, r.valid_to, r.metadata
+       r.valid_from, r.valid_to, r.metadata, r.subject
 from pgmem.recall(
     p_subject => %(subject)s,
     p_query => %(query)s,
@@ -151,7 +154,10 @@ from pgmem.recall(
     p_min_score => %(min_score)s,
     p_mmr_lambda => %(mmr_lambda)s,
     p_hops => %(hops)s,
-    p_reinforce => %(reinforce)s
+    p_reinforce => %(reinforce)s,
+    p_now => %(now)s,
+    p_agent_id => %(agent_id)s,
+    p_shared_subjects => %(shared_subjects)s::text[]
 ) as r
 """
 
@@ -167,9 +173,29 @@ select pgmem.context(
     p_as_of => %(as_of)s,
     p_min_score => %(min_score)s,
     p_hops => %(hops)s,
-    p_reinforce => %(reinforce)s
+    p_reinforce => %(reinforce)s,
+    p_now => %(now)s,
+    p_since => %(since)s,
+    p_until => %(until)s,
+    p_agent_id => %(agent_id)s,
+    p_shared_subjects => %(shared_subjects)s::text[]
 ) as context
 """
+
+# The zone a subject's relative dates and question times are read in (26_time_zone.sql).
+TIME_ZONE: Final = "select pgmem.time_zone(%(subject)s) as time_zone"
+
+# What resolving a turn's relative dates needs: the zone and how long an appointment
+# outlives its day (settings.appointment_grace, revision 0011).
+TIME_POLICY: Final = """
+select pgmem.time_zone(%(subject)s) as time_zone, s.appointment_grace
+from pgmem.settings as s
+where s.tenant_id in ((select pgmem._require_tenant()), '_default')
+order by s.tenant_id = '_default'
+limit 1
+"""
+
+SET_TIME_ZONE: Final = "select pgmem.set_time_zone(%(subject)s, %(time_zone)s) as time_zone"
 
 GET_MEMORY: Final = "select m.* from pgmem.get_memory(%(memory_id)s) as m"
 

@@ -2,10 +2,14 @@
 -- similarity, text_match, relevance, importance, recency and access_boost
 -- of the candidate memories, and their weighted sum (base_score).
 
+-- Scoped recall (revision 0011) reads several subjects and filters by agent.
+drop function if exists pgmem._recall_rows(text, pgmem.settings, text, bigint[], public.vector, text[], real[],
+                                           timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb);
+
 create or replace function pgmem._recall_rows(
     p_tenant text,
     p_settings pgmem.settings,
-    p_subject text,
+    p_subjects text[],
     p_memory_ids bigint[],
     p_embedding public.vector,
     p_lexemes text[],
@@ -16,7 +20,8 @@ create or replace function pgmem._recall_rows(
     p_session_id text,
     p_since timestamptz,
     p_until timestamptz,
-    p_metadata jsonb
+    p_metadata jsonb,
+    p_agent_id text
 )
 returns table (
     memory_id bigint,
@@ -38,7 +43,8 @@ returns table (
     created_at timestamptz,
     valid_from timestamptz,
     valid_to timestamptz,
-    metadata jsonb
+    metadata jsonb,
+    subject text
 )
 -- plpgsql, not sql: a SQL function that cannot be inlined is planned again
 -- on every call (~1 ms here); plpgsql keeps the plan for the session.
@@ -74,7 +80,7 @@ begin
                + p_settings.w_recency::double precision * p.recency
                + p_settings.w_access::double precision * p.access_boost,
            m.embedding::public.vector, m.session_id, m.status, m.pinned, m.access_count, m.last_accessed_at,
-           m.created_at, m.valid_from, m.valid_to, m.metadata
+           m.created_at, m.valid_from, m.valid_to, m.metadata, m.subject
     from (
         -- One primary-key probe per id, fenced off from the filters below:
         -- with them in reach the (generic) plan reads the whole subject
@@ -119,7 +125,7 @@ begin
             -- Log of use frequency, as ACT-R's base-level activation; full at 100 uses.
             least(1, pg_catalog.ln(1 + m.access_count) / pg_catalog.ln(101))::real as access_boost
     ) as p
-    where m.subject = p_subject
+    where m.subject = any(p_subjects)
       -- Visible: active now, or as of a past time also superseded facts
       -- that were valid then; expired memories are gone for every as-of.
       and (m.status = 'active' or (p_as_of < p_now and m.status = 'superseded'))
@@ -130,10 +136,12 @@ begin
       and (p_session_id is null or m.session_id = p_session_id)
       and (p_since is null or m.created_at >= p_since)
       and (p_until is null or m.created_at < p_until)
-      and (p_metadata is null or m.metadata @> p_metadata);
+      and (p_metadata is null or m.metadata @> p_metadata)
+      and (p_agent_id is null or m.agent_id = p_agent_id);
 end
 $$;
 
-comment on function pgmem._recall_rows(text, pgmem.settings, text, bigint[], public.vector, text[], real[],
-                                       timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb) is
+comment on function pgmem._recall_rows(text, pgmem.settings, text[], bigint[], public.vector, text[], real[],
+                                       timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb,
+                                       text) is
     'Internal to recall: the given memories that are visible and pass the filters, with their score parts (see sql/functions/20_recall.sql, step 2).';

@@ -61,6 +61,15 @@
 -- migration runner loads pgvector before these files (alembic/env.py), so
 -- they are real settings, not placeholders a non-superuser may not SET.
 
+-- Scoped recall (revision 0011) added p_agent_id and p_shared_subjects and
+-- the subject output column: the old signatures go, or calls by name would be
+-- ambiguous between the two.
+drop function if exists pgmem.recall(text, text, public.vector, integer, text[], text, timestamptz, timestamptz,
+                                     timestamptz, jsonb, double precision, double precision, integer, boolean,
+                                     timestamptz);
+drop function if exists pgmem._recall(text, text, public.vector, integer, text[], text, timestamptz, timestamptz,
+                                      timestamptz, jsonb, double precision, double precision, integer, timestamptz);
+
 create or replace function pgmem._recall(
     p_subject text,
     p_query text,
@@ -75,7 +84,9 @@ create or replace function pgmem._recall(
     p_min_score double precision,
     p_mmr_lambda double precision,
     p_hops integer,
-    p_now timestamptz
+    p_now timestamptz,
+    p_agent_id text,
+    p_shared_subjects text[]
 )
 returns table (
     memory_id bigint,
@@ -99,7 +110,8 @@ returns table (
     created_at timestamptz,
     valid_from timestamptz,
     valid_to timestamptz,
-    metadata jsonb
+    metadata jsonb,
+    subject text
 )
 language plpgsql
 stable
@@ -132,10 +144,19 @@ declare
     v_near bigint[] := '{}';
     v_matching bigint[] := '{}';
     v_ids bigint[] := '{}';
+    -- The personal subject and the shared ones (a team's, a domain's), once each.
+    v_subjects text[];
 begin
     if p_subject is null then
         raise exception 'recall needs a subject' using errcode = '22023';
     end if;
+    if exists (select from pg_catalog.unnest(p_shared_subjects) as u(subject)
+               where u.subject is null or pg_catalog.btrim(u.subject) = '' or pg_catalog.length(u.subject) > 256) then
+        raise exception 'every shared subject must be 1 to 256 characters, not blank or NULL'
+            using errcode = 'PM010', hint = 'p_shared_subjects names other subjects of the same tenant, e.g. a team.';
+    end if;
+    v_subjects := array(select distinct u.subject
+                        from pg_catalog.unnest(array[p_subject] || coalesce(p_shared_subjects, '{}')) as u(subject));
     if p_k is null or p_k not between 1 and 1000 then
         raise exception 'k must be between 1 and 1000, not %', coalesce(p_k::text, 'NULL') using errcode = '22023';
     end if;
@@ -176,16 +197,17 @@ begin
                                   case when p_mmr_lambda is not null then 4 * p_k else 0 end);
 
     -- Only a subject the write path flagged (pgmem._ann_subjects) has its
-    -- rows in the partial HNSW index; any other is scanned exactly.
-    select s.ann into v_ann from pgmem.subjects as s where s.tenant_id = v_tenant and s.subject = p_subject;
-    v_ann := coalesce(v_ann, false);
+    -- rows in the partial HNSW index; any other is scanned exactly, and so
+    -- are shared subjects unless every one of them is flagged.
+    select pg_catalog.count(*) filter (where s.ann) = pg_catalog.cardinality(v_subjects) into v_ann
+    from pgmem.subjects as s where s.tenant_id = v_tenant and s.subject = any(v_subjects);
     if p_embedding is not null and v_at >= v_now and v_ann and v_lexemes is null then
         -- Counting stops one past the limit: cheap however big the subject.
         -- With query terms the subject is scanned below in any case, and
         -- that pass counts it (one pass over the rows instead of two).
         select pg_catalog.count(*) into v_subject_rows
         from (select from pgmem.memories as m
-              where m.tenant_id = v_tenant and m.subject = p_subject and m.status = 'active'
+              where m.tenant_id = v_tenant and m.subject = any(v_subjects) and m.status = 'active'
               limit v_settings.exact_scan_limit + 1) as s;
     end if;
 
@@ -215,7 +237,8 @@ begin
                        and (p_session_id is null or m.session_id = p_session_id)
                        and (p_since is null or m.created_at >= p_since)
                        and (p_until is null or m.created_at < p_until)
-                       and (p_metadata is null or m.metadata @> p_metadata) as visible,
+                       and (p_metadata is null or m.metadata @> p_metadata)
+                       and (p_agent_id is null or m.agent_id = p_agent_id) as visible,
                    case when v_exact then m.embedding operator(public.<=>) p_embedding end as distance,
                    t.matched,
                    -- Only rows holding a query term are ranked or counted by
@@ -225,7 +248,7 @@ begin
             cross join lateral (
                 select pg_catalog.length(m.fts) - pg_catalog.length(pg_catalog.ts_delete(m.fts, v_lexemes)) as matched
             ) as t
-            where m.tenant_id = v_tenant and m.subject = p_subject and m.status = any(v_statuses)
+            where m.tenant_id = v_tenant and m.subject = any(v_subjects) and m.status = any(v_statuses)
         ),
         -- The active rows holding at least one query term: a term's df
         -- counts among these only, not over every (term, row) pair.
@@ -257,7 +280,7 @@ begin
         v_ids := array(
             select m.memory_id
             from pgmem.memories as m
-            where m.tenant_id = v_tenant and m.subject = p_subject and m.status = any(v_statuses));
+            where m.tenant_id = v_tenant and m.subject = any(v_subjects) and m.status = any(v_statuses));
     end if;
 
     if v_subject_rows > v_settings.exact_scan_limit then
@@ -268,7 +291,7 @@ begin
             select coalesce(pg_catalog.array_agg(n.memory_id), '{}')
             from (select m.memory_id
                   from pgmem.memories as m
-                  where m.tenant_id = $1 and m.subject = $2 and m.status = 'active' and m.ann
+                  where m.tenant_id = $1 and m.subject = any($2) and m.status = 'active' and m.ann
                     and m.valid_from <= $3 and (m.valid_to is null or m.valid_to > $3)
                     and (m.expires_at is null or m.expires_at > $4)
                     and ($5::text[] is null or m.kind = any($5))
@@ -276,12 +299,13 @@ begin
                     and ($7::timestamptz is null or m.created_at >= $7)
                     and ($8::timestamptz is null or m.created_at < $8)
                     and ($9::jsonb is null or m.metadata @> $9)
+                    and ($12::text is null or m.agent_id = $12)
                   order by m.embedding operator(public.<=>) $10
                   limit $11) as n
         $q$
         into v_near
-        using v_tenant, p_subject, v_at, v_now, p_kinds, p_session_id, p_since, p_until, p_metadata,
-              p_embedding, v_pool;
+        using v_tenant, v_subjects, v_at, v_now, p_kinds, p_session_id, p_since, p_until, p_metadata,
+              p_embedding, v_pool, p_agent_id;
     end if;
     if v_ids = '{}' then  -- not the no-query case
         v_ids := v_near || v_matching;
@@ -291,9 +315,9 @@ begin
     with recursive
     direct as materialized (
         select r.*, (v_settings.w_relevance::double precision * r.relevance + r.base_score)::real as score
-        from pgmem._recall_rows(v_tenant, v_settings, p_subject, v_ids, p_embedding, v_lexemes, v_weights,
+        from pgmem._recall_rows(v_tenant, v_settings, v_subjects, v_ids, p_embedding, v_lexemes, v_weights,
                                 v_now, v_at,
-                                p_kinds, p_session_id, p_since, p_until, p_metadata) as r
+                                p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id) as r
     ),
     ranked as materialized (
         select d.*, pg_catalog.row_number() over (order by d.score desc, d.memory_id desc) as rank
@@ -360,7 +384,7 @@ begin
                 ) as e(other, link_type, weight)
                 join pgmem.memories as m on m.tenant_id = v_tenant and m.memory_id = e.other
                 where e.other <> all(w.visited)
-                  and m.subject = p_subject and m.status = any(v_statuses)
+                  and m.subject = any(v_subjects) and m.status = any(v_statuses)
                   and m.valid_from <= v_at and (m.valid_to is null or m.valid_to > v_at)
                   and (m.expires_at is null or m.expires_at > v_now)
                 order by e.other, f.relevance * e.weight desc, f.id
@@ -379,11 +403,11 @@ begin
         select r.memory_id, r.content, r.kind, s.score, c.relevance, r.importance, r.recency, r.access_boost,
                null::real as similarity, null::real as text_match, c.hop, c.via, c.link_type,
                r.session_id, r.status, r.pinned, r.access_count, r.last_accessed_at, r.created_at,
-               r.valid_from, r.valid_to, r.metadata
+               r.valid_from, r.valid_to, r.metadata, r.subject
         from reached as c
-        join pgmem._recall_rows(v_tenant, v_settings, p_subject, array(select c2.memory_id from reached as c2),
+        join pgmem._recall_rows(v_tenant, v_settings, v_subjects, array(select c2.memory_id from reached as c2),
                                 p_embedding, v_lexemes, v_weights, v_now, v_at,
-                                p_kinds, p_session_id, p_since, p_until, p_metadata) as r
+                                p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id) as r
             on r.memory_id = c.memory_id
         cross join lateral (
             select (pg_catalog.power(v_settings.ripple_damping::double precision, c.hop)
@@ -398,7 +422,7 @@ begin
     select p.memory_id, p.content, p.kind, p.score, p.relevance, p.importance, p.recency, p.access_boost,
            p.similarity, p.text_match, 0, null::bigint, null::text,
            p.session_id, p.status, p.pinned, p.access_count, p.last_accessed_at, p.created_at,
-           p.valid_from, p.valid_to, p.metadata
+           p.valid_from, p.valid_to, p.metadata, p.subject
     from picked as p
     union all
     select * from ripple
@@ -407,7 +431,8 @@ end
 $$;
 
 comment on function pgmem._recall(text, text, public.vector, integer, text[], text, timestamptz, timestamptz,
-                                  timestamptz, jsonb, double precision, double precision, integer, timestamptz) is
+                                  timestamptz, jsonb, double precision, double precision, integer, timestamptz,
+                                  text, text[]) is
     'Internal to recall and context: the ranked rows of a recall, without reinforcement.';
 
 create or replace function pgmem._reinforce(p_memory_ids bigint[], p_now timestamptz default null)
@@ -462,7 +487,9 @@ create or replace function pgmem.recall(
     p_mmr_lambda double precision default null,
     p_hops integer default 0,
     p_reinforce boolean default true,
-    p_now timestamptz default null
+    p_now timestamptz default null,
+    p_agent_id text default null,
+    p_shared_subjects text[] default null
 )
 returns table (
     memory_id bigint,
@@ -486,7 +513,8 @@ returns table (
     created_at timestamptz,
     valid_from timestamptz,
     valid_to timestamptz,
-    metadata jsonb
+    metadata jsonb,
+    subject text
 )
 language plpgsql
 volatile
@@ -498,7 +526,8 @@ begin
         -- No write at all: works in read-only transactions and on replicas.
         return query
         select * from pgmem._recall(p_subject, p_query, p_embedding, p_k, p_kinds, p_session_id, p_since, p_until,
-                                    p_as_of, p_metadata, p_min_score, p_mmr_lambda, p_hops, p_now);
+                                    p_as_of, p_metadata, p_min_score, p_mmr_lambda, p_hops, p_now,
+                                    p_agent_id, p_shared_subjects);
         return;
     end if;
     -- A materialized CTE runs once: every returned row is reinforced by one
@@ -506,7 +535,8 @@ begin
     return query
     with ranked as materialized (
         select * from pgmem._recall(p_subject, p_query, p_embedding, p_k, p_kinds, p_session_id, p_since, p_until,
-                                    p_as_of, p_metadata, p_min_score, p_mmr_lambda, p_hops, p_now)
+                                    p_as_of, p_metadata, p_min_score, p_mmr_lambda, p_hops, p_now,
+                                    p_agent_id, p_shared_subjects)
     ),
     reinforced as materialized (
         select pgmem._reinforce(array(select r.memory_id from ranked as r), p_now) as n
@@ -517,7 +547,8 @@ end
 $$;
 
 comment on function pgmem.recall(text, text, public.vector, integer, text[], text, timestamptz, timestamptz,
-                                 timestamptz, jsonb, double precision, double precision, integer, boolean, timestamptz) is
+                                 timestamptz, jsonb, double precision, double precision, integer, boolean, timestamptz,
+                                 text, text[]) is
     'Ranks a subject''s memories for a query text and/or embedding: the k best (score = w_relevance·relevance + '
     'w_importance·importance + w_recency·recency + w_access·access_boost, weights from the tenant''s settings), '
     'each with its score parts, plus up to min(k, settings.ripple_limit) memories linked to them when p_hops > 0 (hops, via_memory_id, via_link; '
@@ -525,5 +556,7 @@ comment on function pgmem.recall(text, text, public.vector, integer, text[], tex
     'metadata @> p_metadata, score >= p_min_score; p_as_of returns what was valid then, superseded facts included. '
     'p_mmr_lambda (0..1) picks a diverse set (maximal marginal relevance). Returned memories are reinforced '
     '(access_count + 1, last access = p_now) unless p_reinforce => false; access_count and last_accessed_at are '
-    'returned as they were before. Relevance = w_vector·cosine similarity + (1 − w_vector)·idf-weighted share of query terms matched.';
+    'returned as they were before. Relevance = w_vector·cosine similarity + (1 − w_vector)·idf-weighted share of query terms matched. '
+    'Scope: p_agent_id keeps the memories written by that agent; p_shared_subjects adds other subjects of the same tenant '
+    '(a team, a domain) to p_subject''s own, ranked together, each row''s subject column saying whose it is.';
 

@@ -18,6 +18,10 @@ $$;
 comment on function pgmem._estimate_tokens(text) is
     'Rough token count of a text: 1 per CJK character plus 1 per 4 other characters (rounded up).';
 
+-- Revision 0011 added the time window and the scope (agent, shared subjects).
+drop function if exists pgmem.context(text, text, public.vector, integer, integer, text[], text, timestamptz,
+                                      double precision, integer, boolean, timestamptz);
+
 create or replace function pgmem.context(
     p_subject text,
     p_query text default null,
@@ -30,7 +34,11 @@ create or replace function pgmem.context(
     p_min_score double precision default 0,
     p_hops integer default 0,
     p_reinforce boolean default true,
-    p_now timestamptz default null
+    p_now timestamptz default null,
+    p_since timestamptz default null,
+    p_until timestamptz default null,
+    p_agent_id text default null,
+    p_shared_subjects text[] default null
 )
 returns text
 language plpgsql
@@ -50,17 +58,19 @@ begin
         -- Ripple rows (hops > 0, at most settings.ripple_limit) get their own
         -- section after the kinds' (pgmem.kinds().section counts from 1):
         -- linked to a hit, not hits themselves.
-        select r.memory_id, r.content, r.kind, r.score, r.valid_from, r.valid_to,
+        select r.memory_id, r.content, r.kind, r.score, r.valid_from, r.valid_to, r.subject,
                case when r.hops > 0 then 1000 else k.section end as section,
                case when r.hops > 0 then 'Related (linked to the memories above)' else k.heading end as heading
-        from pgmem._recall(p_subject, p_query, p_embedding, p_k, p_kinds, p_session_id, null, null, p_as_of, null,
-                           p_min_score, null, p_hops, p_now) as r
+        from pgmem._recall(p_subject, p_query, p_embedding, p_k, p_kinds, p_session_id, p_since, p_until, p_as_of,
+                           null, p_min_score, null, p_hops, p_now, p_agent_id, p_shared_subjects) as r
         join pgmem.kinds() as k on k.kind = r.kind
     ),
     lines as (
         select c.*,
                '- [' || pg_catalog.to_char(c.valid_from, 'YYYY-MM-DD')
                    || coalesce(' to ' || pg_catalog.to_char(c.valid_to, 'YYYY-MM-DD'), '') || '] '
+                   -- A shared subject's memory says whose it is.
+                   || case when c.subject <> p_subject then '(' || c.subject || ') ' else '' end
                    || pg_catalog.regexp_replace(c.content, '\s+', ' ', 'g') as line
         from recalled as c
     ),
@@ -102,9 +112,11 @@ end
 $$;
 
 comment on function pgmem.context(text, text, public.vector, integer, integer, text[], text, timestamptz, double precision,
-                                  integer, boolean, timestamptz) is
+                                  integer, boolean, timestamptz, timestamptz, timestamptz, text, text[]) is
     'A prompt block of a subject''s memories for a query: sections Preferences, Facts, Episodes, Procedures, each '
     'line "- [valid-from date] content", most relevant first (pgmem.recall''s ranking), cut to p_token_budget '
     '(estimated: 1 token per CJK character, 1 per 4 other characters). With p_hops > 0 the memories linked to '
     'those (at most settings.ripple_limit) follow in their own section, "Related (linked to the memories above)". '
-    'Only the memories in the block are reinforced.';
+    'Only the memories in the block are reinforced. '
+    'p_since/p_until (created_at window), p_agent_id and p_shared_subjects as in pgmem.recall; a shared subject''s '
+    'line reads "- [date] (subject) content".';

@@ -155,7 +155,7 @@ begin
                          and (m.session_id is distinct from p_session_id or n.created_at > m.created_at))
                    as contradicted
         from pgmem._recall(p_subject, p_query, p_embedding, p_k, null, null, null, null, null, null,
-                           0, null, 0, p_now) as r
+                           0, null, 0, p_now, null, null) as r
     ),
     lines as (
         select c.memory_id, c.score,
