@@ -100,6 +100,7 @@ _BATCH_ITEM = re.compile(r"p_items\[(\d+)\]\.?")
 # A pooled connection whose session has no binding yet (None is "no model").
 _UNBOUND = object()
 
+
 class MemoryNotFound(LookupError):
     """The bound tenant has no memory with this id (never existed, purged, or another tenant's)."""
 
@@ -166,9 +167,7 @@ class Memory:
         # Connections of the own pool whose session has the tenant bound already (with
         # the embedding model it declared), and whether that binding reaches every
         # statement (not on Citus: BIND_TENANT_SESSION).
-        self._bound: weakref.WeakKeyDictionary[Connection, str | None] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._bound: weakref.WeakKeyDictionary[Connection, str | None] = weakref.WeakKeyDictionary()
         self._session_wide = True
         self._embedder_arg = embedder
         self._embedder: Embedder | None = None

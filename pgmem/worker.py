@@ -688,7 +688,9 @@ class Worker:
         for job in turns:
             self._resolve_times(conn, job, prepared[job["inbox_id"]])
         # A judge's merged text is embedded by the embed pass (pgmem.merge clears the vector).
-        self._embed_prepared([p for p in prepared.values() if isinstance(p, _Turn | _Merge | _Reembed)])
+        self._embed_prepared(
+            [p for p in prepared.values() if isinstance(p, _Turn | _Merge | _Reembed)]
+        )
         return prepared
 
     def _resolve_times(self, conn: Conn, job: dict[str, Any], item: _Prepared | None) -> None:
@@ -857,7 +859,7 @@ class Worker:
                 texts = [p.content for p in item.planned if p.rejected is None]
             elif isinstance(item, _Reembed):
                 texts = item.texts
-            elif item.content is not None:
+            elif isinstance(item, _Merge) and item.content is not None:
                 texts = [item.content]
             else:
                 continue
@@ -882,7 +884,7 @@ class Worker:
                 item.vectors = [
                     None if p.rejected is not None else next(chunk) for p in item.planned
                 ]
-            else:
+            elif isinstance(item, _Merge):
                 item.vector = vectors[0]
 
     def _check_budget(self, item: _Prepared, doing: str) -> bool:

@@ -168,6 +168,12 @@ class PrecomputedEmbedder:
     def embed_one(self, text: str) -> list[float]:
         return self._table[text]
 
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embed(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._table[text]
+
 
 # ------------------------------------------------------------------------ results
 

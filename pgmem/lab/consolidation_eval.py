@@ -124,7 +124,7 @@ def evaluate_consolidation(
             say(f"embedding and storing {sum(c.turns for c in conversations)} turns")
             stats = locomo.ingest(conn, conversations, embedder)
             admin.execute(Q.ANALYZE_MEMORIES_AND_LINKS)
-            probes = locomo._probes(conversations, embedder)
+            probes = locomo.probes(conversations, embedder)
             mode = locomo.MODES[MODE]
             say(f"before: {len(probes)} questions")
             recall_before = locomo.run_mode(conn, mode, probes, ks)

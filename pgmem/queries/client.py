@@ -21,8 +21,8 @@ from typing import Final
 __all__ = [
     "ARCHIVE_BACKLOG",
     "BIND_TENANT",
-    "BIND_TENANT_SESSION",
     "BIND_TENANT_MODEL",
+    "BIND_TENANT_SESSION",
     "CANCEL_REEMBED",
     "CAPACITY_USAGE",
     "CONTEXT",
