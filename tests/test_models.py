@@ -15,6 +15,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from conftest import half
 
 from pgmem.client import Memory
 from pgmem.embed import (
@@ -187,7 +188,7 @@ def test_client_embeds_what_it_stores_as_passages_and_searches_as_queries(
     added = memory.add("I prefer green tea", user_id="alice", infer=False)
     assert fake.passages == ["I prefer green tea"]
     (stored,) = vectors_of_conn(memory, added[0]["memory_id"])
-    assert close(stored, fake.embed_one("I prefer green tea"))
+    assert close(stored, half(fake.embed_one("I prefer green tea")))  # stored as halfvec
     hits = memory.search("green tea", user_id="alice")
     # The query vector is the query role's: cosine with the passage is below 1 even
     # for the identical text, unlike a passage-vs-passage comparison.
@@ -301,7 +302,7 @@ def test_reembed_switches_vectors_and_model_together(
         ).fetchall()
     )
     for memory_id, vector in after.items():
-        assert close(vector, model_b().embed_one(contents[memory_id])), memory_id
+        assert close(vector, half(model_b().embed_one(contents[memory_id]))), memory_id
     assert admin.execute(
         "select count(*) from pgmem.reembed_vectors where tenant_id = 'moving'"
     ).fetchone() == (0,)

@@ -158,7 +158,7 @@ create or replace function pgmem._consolidation_pool(
     p_subject text,
     p_now timestamptz
 )
-returns table (memory_id bigint, content text, embedding public.vector, valid_from timestamptz, entities text[])
+returns table (memory_id bigint, content text, embedding public.halfvec, valid_from timestamptz, entities text[])
 language plpgsql
 stable
 security invoker
@@ -356,7 +356,12 @@ begin
                                 pg_catalog.jsonb_build_object('consolidated_from', pg_catalog.cardinality(p_source_ids),
                                                               'method', p_method,
                                                               'first_at', v_from, 'last_at', v_to),
-                                v_from, v_now) as d;
+                                v_from, v_now,
+                                pgmem._default_confidence(v_settings, case p_method when 'llm' then 'llm' else 'rule' end),
+                                pgmem._default_expiry(v_settings, 'semantic', v_from),
+                                -- An insight restates its sources: it must not retire
+                                -- one of them as a contradiction before they are lowered.
+                                false) as d;
     -- An insight that remember found to be one of its own sources covers the others.
     v_sources := array(select s from pg_catalog.unnest(p_source_ids) as s where s <> insight_id);
 

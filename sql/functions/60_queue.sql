@@ -139,16 +139,27 @@ as $$
 declare
     -- Citus refuses non-immutable calls inside COALESCE in a modification.
     v_now timestamptz := coalesce(p_now, pg_catalog.now());
+    v_attempt integer;
+    v_finished timestamptz;
     v_status text;
 begin
     -- Exponential backoff (2, 4, 8… seconds, capped at an hour); after
     -- p_max_attempts the job is kept as failed with its error, never dropped.
+    -- The attempt count is read first: timestamptz + interval is only STABLE,
+    -- and Citus refuses a STABLE call over a column in an UPDATE.
+    select i.attempts + 1 into v_attempt
+    from pgmem.inbox as i
+    where i.tenant_id = p_tenant and i.inbox_id = p_inbox_id
+    for update;
+    if v_attempt >= p_max_attempts then
+        v_finished := pg_catalog.now();  -- Citus allows no now() inside CASE
+    end if;
     update pgmem.inbox as i
-    set attempts = i.attempts + 1,
+    set attempts = v_attempt,
         last_error = pg_catalog.left(p_error, 2000),
-        status = case when i.attempts + 1 >= p_max_attempts then 'failed' else 'pending' end,
-        finished_at = case when i.attempts + 1 >= p_max_attempts then pg_catalog.now() end,
-        available_at = v_now + pg_catalog.make_interval(secs => least(pg_catalog.power(2, i.attempts + 1), 3600))
+        status = case when v_attempt >= p_max_attempts then 'failed' else 'pending' end,
+        finished_at = v_finished,
+        available_at = v_now + pg_catalog.make_interval(secs => least(pg_catalog.power(2, v_attempt), 3600))
     where i.tenant_id = p_tenant and i.inbox_id = p_inbox_id
     returning i.status into v_status;
     return v_status;
