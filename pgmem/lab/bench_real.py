@@ -63,7 +63,13 @@ from pgmem.client import Memory
 from pgmem.embed import Embedder
 from pgmem.lab import bench
 from pgmem.lab.bench import BenchError, Latency, Progress, bench_database
-from pgmem.lab.eval import EvalError, embed_by_length, evaluated_questions, load_locomo
+from pgmem.lab.eval import (
+    EvalError,
+    embed_by_length,
+    evaluated_questions,
+    load_locomo,
+    vector_text,
+)
 from pgmem.lab.scratch import drop_database, tenant_connection
 from pgmem.queries import bench as SQ
 from pgmem.queries import bench_layers as LQ
@@ -134,13 +140,13 @@ class RealText:
         if not turns or not questions:
             raise BenchError(f"{path}: no turns or no questions to benchmark with")
         started = time.perf_counter()
-        vectors = embed_by_length(embedder, turns + [text for _, text in questions])
+        vectors = embed_by_length(embedder, turns)
+        asked = embed_by_length(embedder, [text for _, text in questions], query=True)
         embed_s = time.perf_counter() - started
         probes = [
-            Probe(c, text, vector)
-            for (c, text), vector in zip(questions, vectors[len(turns) :], strict=True)
+            Probe(c, text, vector) for (c, text), vector in zip(questions, asked, strict=True)
         ]
-        return cls(turns, vectors[: len(turns)], starts, probes, embed_s)
+        return cls(turns, vectors, starts, probes, embed_s)
 
     def subject_turn(self, subject: int, position: int) -> int:
         """Index of the turn at ``position`` of subject ``subject`` (as GENERATE_MEMORIES)."""
@@ -532,7 +538,7 @@ def _load(
     conn.execute(Q.STAGE_TURNS)
     with conn.cursor().copy(Q.COPY_TURNS) as copy:
         for n, (content, vector) in enumerate(zip(data.turns, data.turn_vectors, strict=True)):
-            copy.write_row((n, content, _vector(vector)))
+            copy.write_row((n, content, vector_text(vector)))
     conn.execute(LQ.CREATE_TENANT, params)
     conn.execute(LQ.CREATE_SUBJECTS, params)
     indexes = conn.execute(SQ.SECONDARY_INDEXES).fetchall()
@@ -557,10 +563,6 @@ def _load(
     return load_s, index_s
 
 
-def _vector(values: Sequence[float]) -> str:
-    return "[" + ",".join(repr(float(v)) for v in values) + "]"
-
-
 def _ask(data: RealText, subject: int, rng: random.Random) -> dict[str, Any]:
     """A question of the subject's own conversation."""
     conversation = subject % len(data.starts)
@@ -570,7 +572,7 @@ def _ask(data: RealText, subject: int, rng: random.Random) -> dict[str, Any]:
         "tenant": TENANT,
         "subject": f"user-{subject}",
         "text": probe.text,
-        "embedding": _vector(probe.embedding),
+        "embedding": vector_text(probe.embedding),
     }
 
 
@@ -604,7 +606,7 @@ def _baseline_batch(writes: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "tenant": TENANT,
         "subjects": [w["subject"] for w in writes],
         "contents": [w["content"] for w in writes],
-        "embeddings": [_vector(w["embedding"]) for w in writes],
+        "embeddings": [vector_text(w["embedding"]) for w in writes],
     }
 
 
@@ -636,7 +638,7 @@ def _timed_search(memory: Memory, ask: dict[str, Any]) -> float:
 def _wire(statement: str, params: dict[str, Any]) -> dict[str, Any]:
     # The baseline takes a vector literal; pgmem.remember a float array.
     if statement == Q.BASELINE_INSERT:
-        return {**params, "embedding": _vector(params["embedding"])}
+        return {**params, "embedding": vector_text(params["embedding"])}
     return params
 
 
