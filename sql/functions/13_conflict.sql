@@ -159,6 +159,23 @@ $$;
 comment on function pgmem._conflict_text(text) is
     'A fact as the contradiction rules read it: lower case, contractions and dislike words spelled as a negation of like (internal).';
 
+create or replace function pgmem._conflict_markers()
+returns text[]
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The change patterns, then the negation ones: 不再 is a change marker
+    -- before 不 is a negation. Immutable without arguments: a caller's plan
+    -- holds the result as a constant, so the vocabulary is read once a session.
+    select array(select v.pattern from pgmem.conflict_vocabulary() as v
+                 where v.category in ('negation', 'change') order by v.category)
+$$;
+
+comment on function pgmem._conflict_markers() is
+    'The change and negation patterns of pgmem.conflict_vocabulary(), change first: what pgmem._conflict_terms takes out of a fact (internal).';
+
 create or replace function pgmem._conflict_terms(p_text text, p_drop text[] default '{}')
 returns text[]
 language plpgsql
@@ -175,10 +192,7 @@ begin
     -- (pgmem._tsv: English stems, CJK bigrams), with liking spelled one way
     -- and the speaker left out. Each removed part becomes a space, so both
     -- facts of a pair are cut at the same places.
-    foreach v_pattern in array p_drop || array(
-        -- change first: 不再 is a change marker before 不 is a negation
-        select v.pattern from pgmem.conflict_vocabulary() as v where v.category in ('negation', 'change')
-        order by v.category)
+    foreach v_pattern in array p_drop || pgmem._conflict_markers()
     loop
         v_text := pg_catalog.regexp_replace(v_text, v_pattern, ' ', 'g');
     end loop;
@@ -221,6 +235,24 @@ $$;
 comment on function pgmem._terms_alike(text[], text[], integer) is
     'Whether two term sets say the same thing: equal, or one within the other with at least p_min terms and at most two more (internal).';
 
+create or replace function pgmem._conflict_pattern(p_category text)
+returns text
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- One regular expression matching any pattern (or antonym partner) of a
+    -- category of pgmem.conflict_vocabulary().
+    select pg_catalog.string_agg('(' || x.pattern || ')', '|')
+    from pgmem.conflict_vocabulary() as v
+    cross join lateral (values (v.pattern), (v.partner)) as x(pattern)
+    where v.category = p_category and x.pattern is not null
+$$;
+
+comment on function pgmem._conflict_pattern(text) is
+    'Any pattern (or antonym partner) of one category of pgmem.conflict_vocabulary(), as one regular expression (internal).';
+
 create or replace function pgmem.contradiction(p_old text, p_new text)
 returns text
 language plpgsql
@@ -244,17 +276,16 @@ begin
     if p_old is null or p_new is null or pgmem._normalize(p_old) = pgmem._normalize(p_new) then
         return null;
     end if;
-    select pg_catalog.string_agg(v.pattern, '|') filter (where v.category = 'negation'),
-           pg_catalog.string_agg(v.pattern, '|') filter (where v.category = 'change')
-    into v_negation, v_change
-    from pgmem.conflict_vocabulary() as v;
+    -- Constant calls of an immutable function: evaluated once when this
+    -- session first plans them, not per pair.
+    v_negation := pgmem._conflict_pattern('negation');
+    v_change := pgmem._conflict_pattern('change');
     v_old_negative := v_old ~ v_negation;
     v_new_negative := v_new ~ v_negation;
     v_new_change := v_new ~ v_change;
     -- Most pairs carry nothing any rule looks for: a few matches decide that.
     if v_old_negative = v_new_negative and not v_new_change and not (v_old ~ '[0-9]' and v_new ~ '[0-9]')
-       and not exists (select from pgmem.conflict_vocabulary() as v
-                       where v.category = 'antonym' and (v_new ~ v.pattern or v_new ~ v.partner)) then
+       and not v_new ~ pgmem._conflict_pattern('antonym') then
         return null;
     end if;
     v_old_terms := pgmem._conflict_terms(p_old);
@@ -279,7 +310,11 @@ begin
     end if;
 
     -- antonym: one word of a pair in each fact, the rest alike, same polarity.
-    if v_old_negative = v_new_negative then
+    -- (One regular expression first: a pair's own patterns, 36 and more, are
+    -- more than PostgreSQL keeps compiled, so looping over them for every
+    -- pair would compile them again and again.)
+    if v_old_negative = v_new_negative and v_old ~ pgmem._conflict_pattern('antonym')
+       and v_new ~ pgmem._conflict_pattern('antonym') then
         for v_rule in
             select v.pattern, v.partner from pgmem.conflict_vocabulary() as v
             where v.category = 'antonym'
@@ -354,21 +389,26 @@ begin
     select pg_catalog.string_agg('(' || v.pattern || ')', '|') into v_attributes
     from pgmem.conflict_vocabulary() as v where v.category = 'attribute' and v_text ~ v.pattern;
     return query
-        -- The rules read the two statements in the order they became true.
+        -- The rules read the two statements in the order they became true,
+        -- for the 16 nearest candidates only: outside the LIMIT's subquery,
+        -- so they run after it (a shared term alone admits dozens of a
+        -- subject's rows on real text).
         select c.memory_id,
                case when c.valid_from > p_valid_from then pgmem.contradiction(p_content, c.content)
                     else pgmem.contradiction(c.content, p_content) end,
                c.similarity, c.valid_from, c.confidence
-        from (select m.memory_id, m.content, m.valid_from, m.confidence,
-                     (1 - (m.embedding OPERATOR(public.<=>) p_embedding))::real as similarity, m.fts
-              from pgmem.memories as m
-              where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
-              offset 0) as c
-        where (c.similarity >= p_settings.conflict_threshold and c.similarity <> 'NaN'::real)
-           or c.fts @@ v_terms
-           or (v_attributes is not null and pgmem._conflict_text(c.content) ~ v_attributes)
-        order by c.similarity desc nulls last, c.memory_id desc
-        limit 16;
+        from (select c.memory_id, c.content, c.valid_from, c.confidence, c.similarity
+              from (select m.memory_id, m.content, m.valid_from, m.confidence,
+                           (1 - (m.embedding OPERATOR(public.<=>) p_embedding))::real as similarity, m.fts
+                    from pgmem.memories as m
+                    where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
+                    offset 0) as c
+              where (c.similarity >= p_settings.conflict_threshold and c.similarity <> 'NaN'::real)
+                 or c.fts @@ v_terms
+                 or (v_attributes is not null and pgmem._conflict_text(c.content) ~ v_attributes)
+              order by c.similarity desc nulls last, c.memory_id desc
+              limit 16) as c
+        order by c.similarity desc nulls last, c.memory_id desc;
 end
 $$;
 

@@ -290,7 +290,7 @@ begin
         where n.item = b.item;
 
         with profiles as materialized (
-            select x.item, x.subject, x.content, p.*
+            select x.item, x.subject, x.content, x.embedding, p.*
             from pg_temp._pgmem_batch as x
             cross join lateral pgmem._conflict_profile(x.content) as p
             where x.rejected_rule is null and x.check_conflicts
@@ -337,13 +337,20 @@ begin
                                   or (v_settings.judge_conflicts
                                       and c.similarity >= v_settings.conflict_threshold)))
                -- it and another item of the batch contradict each other: only
-               -- pairs that share a term or attribute and carry a marker are asked
-               or b.item in (select y.item
+               -- pairs that share a term or attribute and carry a marker are
+               -- asked, and of those an item's 16 nearest (as pgmem._conflicts
+               -- asks of stored facts: on real text a shared term alone pairs
+               -- an item with a good part of its batch); both are marked
+               or b.item in (select pg_catalog.unnest(array[y.item, z.item])
                              from profiles as y
-                             join profiles as z
-                               on z.subject = y.subject and z.item <> y.item
-                              and (y.terms && z.terms or y.attributes && z.attributes)
-                              and (y.marked or z.marked or y.antonyms && z.antonyms or (y.digits and z.digits))
+                             cross join lateral (
+                                 select z.item, z.content
+                                 from profiles as z
+                                 where z.subject = y.subject and z.item <> y.item
+                                   and (y.terms && z.terms or y.attributes && z.attributes)
+                                   and (y.marked or z.marked or y.antonyms && z.antonyms or (y.digits and z.digits))
+                                 order by z.embedding OPERATOR(public.<=>) y.embedding nulls last, z.item
+                                 limit 16) as z
                              where pgmem.contradiction(case when y.item < z.item then y.content else z.content end,
                                                        case when y.item < z.item then z.content else y.content end)
                                    is not null));
