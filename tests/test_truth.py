@@ -404,6 +404,25 @@ def test_remember_many_keeps_one_truth_in_one_batch_and_across(
 
 
 @pytest.mark.parametrize(("old", "new"), CASES)
+def test_a_batch_crowded_with_look_alikes_still_keeps_one_truth(
+    acme: Tenant, db: Db, embedder: LocalEmbedder, old: str, new: str
+) -> None:
+    """Within a batch an item is checked against its 16 nearest candidates only
+    (those sharing a term or attribute, with a marker): 40 negated items that share
+    the pair's words but are about other things must not crowd the real pair out."""
+    crowd = [f"{old} - not the item number {n} on the list" for n in range(40)]
+    texts = [old, *crowd, new]
+    items = [
+        {"content": text, "embedding": vector}
+        for text, vector in zip(texts, embedder.embed(texts), strict=True)
+    ]
+    rows = remember_many(acme.conn, items, subject="carol", now=T0)
+    assert rows[0][1] == "inserted" and rows[-1][1] == "superseded"
+    assert old not in active(db.admin, acme.name, "carol")
+    assert new in active(db.admin, acme.name, "carol")
+
+
+@pytest.mark.parametrize(("old", "new"), CASES)
 @pytest.mark.parametrize("infer", [False, True])
 def test_memory_add_keeps_one_truth(
     tenant_login: Login, embedder: LocalEmbedder, old: str, new: str, infer: bool
