@@ -272,6 +272,7 @@ declare
     v_negation text;
     v_change text;
     v_new_change boolean;
+    v_numbers boolean;
 begin
     if p_old is null or p_new is null or pgmem._normalize(p_old) = pgmem._normalize(p_new) then
         return null;
@@ -288,14 +289,16 @@ begin
        and not v_new ~ pgmem._conflict_pattern('antonym') then
         return null;
     end if;
-    v_old_terms := pgmem._conflict_terms(p_old);
-    v_new_terms := pgmem._conflict_terms(p_new);
+    v_numbers := v_old ~ '[0-9]' and v_new ~ '[0-9]'
+                 and (v_new_change or v_new ~ pgmem._conflict_pattern('quantity'));
+    -- The terms only for the rules that read them.
+    if v_numbers or v_old_negative <> v_new_negative then
+        v_old_terms := pgmem._conflict_terms(p_old);
+        v_new_terms := pgmem._conflict_terms(p_new);
+    end if;
 
     -- number: the same words around other numbers, of a quantity or said as a change.
-    if v_old ~ '[0-9]' and v_new ~ '[0-9]'
-       and exists (select from pgmem.conflict_vocabulary() as v
-                   where (v.category = 'quantity' and v_new ~ v.pattern)
-                      or (v.category = 'change' and v_new ~ v.pattern))
+    if v_numbers
        and pg_catalog.array_to_string(v_old_terms, ' ') is distinct from pg_catalog.array_to_string(v_new_terms, ' ')
        and array(select pg_catalog.regexp_replace(t, v_number, '#', 'g') from pg_catalog.unnest(v_old_terms) as t
                  order by 1)
@@ -329,7 +332,8 @@ begin
     end if;
 
     -- change: a change marker, and another value of the same one-valued attribute.
-    if v_new_change then
+    if v_new_change and v_old ~ pgmem._conflict_pattern('attribute')
+       and v_new ~ pgmem._conflict_pattern('attribute') then
         for v_rule in
             select v.pattern from pgmem.conflict_vocabulary() as v
             where v.category = 'attribute' and v_old ~ v.pattern and v_new ~ v.pattern
