@@ -246,7 +246,11 @@ begin
                    case when t.matched > 0 then m.fts end as fts
             from pgmem.memories as m
             cross join lateral (
-                select pg_catalog.length(m.fts) - pg_catalog.length(pg_catalog.ts_delete(m.fts, v_lexemes)) as matched
+                -- How many query terms the row holds; the OR query first (a
+                -- lookup per term) spares most rows ts_delete's copy.
+                select case when m.fts operator(pg_catalog.@@) v_tsquery
+                            then pg_catalog.length(m.fts) - pg_catalog.length(pg_catalog.ts_delete(m.fts, v_lexemes))
+                            when v_lexemes is not null then 0 end as matched
             ) as t
             where m.tenant_id = v_tenant and m.subject = any(v_subjects) and m.status = any(v_statuses)
         ),
@@ -255,7 +259,8 @@ begin
         hits as materialized (
             select s.fts from scan as s where s.counted and s.matched > 0
         ),
-        terms as (
+        -- Materialized: each term's tsquery is parsed once, not per row it is tested on.
+        terms as materialized (
             select l.position,
                    pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, pg_catalog.quote_literal(l.lexeme)) as query
             from pg_catalog.unnest(v_lexemes) with ordinality as l(lexeme, position)
