@@ -240,12 +240,16 @@ ROWS: list[tuple[str, str]] = [
     ("memories (all tenants)", "memories"),
     ("recall p50 / p95 / p99 ms (hybrid, k=10)", "recall"),
     ("  … without reinforcement", "recall_readonly"),
+    ("  baseline: exact cosine top-10, p50 / p95 / p99 ms", "baseline_recall"),
+    ("  pgmem / baseline, p50 / p95 / p99", "recall_ratio"),
     ("recall@10 vs exact scan", "recall_at_10"),
     ("remember, memories/s (remember_many)", "remember"),
+    ("  baseline: multi-row INSERT, rows/s; pgmem / baseline", "baseline_remember"),
     ("decay + archive, first pass, s", "maintenance_first"),
     ("decay + archive, hourly pass, s", "maintenance_hourly"),
     ("table bytes / memory", "table"),
     ("index bytes / memory", "index"),
+    ("  baseline bytes / row (table + index); pgmem / baseline", "baseline_bytes"),
     ("load / index build, s", "load"),
 ]
 
@@ -260,6 +264,20 @@ def _cell(result: benchmark.PointResult, key: str) -> str:
         case "recall_readonly":
             m = r.recall_readonly_ms
             return f"{m.p50:.1f} / {m.p95:.1f} / {m.p99:.1f}"
+        case "baseline_recall" | "recall_ratio" if r.baseline_search_ms is None:
+            return "not run"
+        case "baseline_recall":
+            b = r.baseline_search_ms
+            return f"{b.p50:.1f} / {b.p95:.1f} / {b.p99:.1f}"
+        case "recall_ratio":
+            ratios = r.ratios()
+            return " / ".join(
+                f"{ratios[k] or 0:.2f}" for k in ("recall_p50", "recall_p95", "recall_p99")
+            )
+        case "baseline_remember":
+            return f"{r.baseline_insert_per_s:,.0f}; {r.ratios()['remember_per_s'] or 0:.3f}"
+        case "baseline_bytes":
+            return f"{r.baseline_bytes_per_memory:,.0f}; {r.ratios()['bytes_per_memory'] or 0:.2f}"
         case "recall_at_10":
             return f"{r.recall_at_10:.3f} ({r.recall_at_10_queries} queries)"
         case "remember":

@@ -58,10 +58,25 @@ def test_bench_runs_end_to_end_at_a_tiny_scale(bench_dsn: str) -> None:
     assert result.decayed_first > 0 and result.maintenance_first_s > 0
     assert result.table_bytes_per_memory > 768  # at least the 384 halves of a vector (halfvec)
     assert "memories_embedding" in result.index_bytes
+    # The baseline ran on the same rows, and the ratios come from the measured values.
+    baseline = result.baseline_search_ms
+    assert baseline is not None and baseline.samples == 5 and baseline.p50 > 0
+    assert result.baseline_insert_per_s > 0 and result.baseline_bytes_per_memory > 0
+    ratios = result.ratios()
+    assert ratios["recall_p95"] == pytest.approx(result.recall_ms.p95 / baseline.p95)
+    assert ratios["remember_per_s"] == pytest.approx(
+        result.remember_per_s / result.baseline_insert_per_s
+    )
+    assert ratios["bytes_per_memory"] == pytest.approx(
+        (result.table_bytes_per_memory + result.index_bytes_per_memory)
+        / result.baseline_bytes_per_memory
+    )
     assert set(result.targets()) == {
         "recall p95 <= 20 ms",
+        "recall p95 <= 2x baseline",
         "recall@10 >= 0.98",
         "remember >= 2,000/s",
+        "bytes/memory <= 3 KB (table + indexes)",
         "decay + archive <= 10 s (hourly pass)",
         "decay + archive <= 10 s (first pass)",
     }
@@ -74,6 +89,8 @@ def test_bench_runs_end_to_end_at_a_tiny_scale(bench_dsn: str) -> None:
     info = {"nproc": 2, "cpu": "test", "postgres": "15", "pgvector": "0.8.0"}
     table = render_markdown(info, results)
     assert "| recall@10 vs exact scan |" in table and "1,000" in table
+    assert "| baseline: exact cosine top-10, p50 / p95 / p99 ms |" in table
+    assert "| target: recall p95 <= 2x baseline |" in table
 
 
 def test_bench_can_leave_out_maintenance(bench_dsn: str) -> None:

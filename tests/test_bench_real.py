@@ -34,11 +34,18 @@ class WordHashEmbedder:
     dims = DIMS
 
     def __init__(self) -> None:
-        self.calls: list[int] = []
+        self.calls: list[tuple[str, int]] = []  # (role, texts) per call
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.calls.append(len(texts))
+        self.calls.append(("passage", len(texts)))
         return [self.embed_one(t) for t in texts]
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls.append(("query", len(texts)))
+        return [self.embed_one(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_queries([text])[0]
 
     def embed_one(self, text: str) -> list[float]:
         v = [0.0] * DIMS
@@ -95,8 +102,8 @@ def test_real_text_is_unique_turns_in_conversation_order(locomo_file: Path) -> N
     assert data.starts == [0, 61]
     assert data.turns[0] == "Ana: In chat 1 turn 0 I talked about topic1x0 and hobby0."
     assert len(data.probes) == 8 and {p.conversation for p in data.probes} == {0, 1}
-    # Turns and questions embedded once, in one call.
-    assert embedder.calls == [len(data.turns) + 8]
+    # Once for the run: the turns as passages, the questions as queries.
+    assert embedder.calls == [("passage", len(data.turns)), ("query", 8)]
     assert data.turn_vectors[5] == embedder.embed_one(data.turns[5])
     # Subject 1 starts at conversation 2, and wraps around to the first turn.
     assert data.subject_turn(1, 0) == 61 and data.subject_turn(1, 50) == 0

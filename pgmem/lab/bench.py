@@ -27,6 +27,12 @@ Then, in this order (the later steps change the data):
 5. one decay + archive pass over all tenants (``pgmem.decay`` then
    ``pgmem.archive``): first on the freshly loaded data, where every row
    is new to them, then an hour later, the steady state of an hourly job.
+
+Beside steps 1, 2 and 4, the plain pgvector baseline of ``pgmem bench --data
+locomo`` on the same rows (:mod:`pgmem.queries.bench_real`: a table of tenant,
+subject, content and vector with a btree on (tenant, subject), exact cosine
+top-10 within the subject, one multi-row INSERT per batch), so every figure
+has its ratio.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from pgmem import schema
 from pgmem.lab.scratch import drop_database, scratch_database, tenant_connection
 from pgmem.queries import bench as Q
 from pgmem.queries import bench_layers as LQ
+from pgmem.queries import bench_real as RQ
 
 PER_SUBJECT = 1_000
 SMALL_TENANTS = 99
@@ -73,6 +80,8 @@ TARGET_RECALL_P95_MS = 20.0
 TARGET_RECALL_AT_10 = 0.98
 TARGET_REMEMBER_PER_S = 2_000.0
 TARGET_MAINTENANCE_S = 10.0
+TARGET_RECALL_VS_BASELINE_P95 = 2.0  # issue 12: recall p95 <= 2x the baseline's exact scan
+TARGET_BYTES_PER_MEMORY = 3_072.0  # issue 12: table + indexes, 384-d
 
 
 class BenchError(Exception):
@@ -146,6 +155,29 @@ class PointResult:
     archived_hourly: int
     maintenance_measured: bool = True
     notes: list[str] = field(default_factory=list)
+    # The plain pgvector baseline on the same rows (see the module's docstring).
+    baseline_search_ms: Latency | None = None
+    baseline_insert_per_s: float = 0.0
+    baseline_bytes_per_memory: float = 0.0
+
+    @property
+    def bytes_per_memory(self) -> float:
+        return self.table_bytes_per_memory + self.index_bytes_per_memory
+
+    def ratios(self) -> dict[str, float | None]:
+        """pgmem / baseline: recall latencies, remember throughput, bytes."""
+        b = self.baseline_search_ms
+
+        def over(value: float, base: float | None) -> float | None:
+            return value / base if base else None
+
+        return {
+            "recall_p50": over(self.recall_ms.p50, b.p50 if b else None),
+            "recall_p95": over(self.recall_ms.p95, b.p95 if b else None),
+            "recall_p99": over(self.recall_ms.p99, b.p99 if b else None),
+            "remember_per_s": over(self.remember_per_s, self.baseline_insert_per_s),
+            "bytes_per_memory": over(self.bytes_per_memory, self.baseline_bytes_per_memory),
+        }
 
     @property
     def maintenance_first_s(self) -> float:
@@ -158,10 +190,17 @@ class PointResult:
     def targets(self) -> dict[str, bool | None]:
         """Each target of the issue: met, not met, or None when not measured."""
         measured = self.maintenance_measured
+        vs_baseline = self.ratios()["recall_p95"]
         return {
             "recall p95 <= 20 ms": self.recall_ms.p95 <= TARGET_RECALL_P95_MS,
+            "recall p95 <= 2x baseline": (
+                None if vs_baseline is None else vs_baseline <= TARGET_RECALL_VS_BASELINE_P95
+            ),
             "recall@10 >= 0.98": self.recall_at_10 >= TARGET_RECALL_AT_10,
             "remember >= 2,000/s": self.remember_per_s >= TARGET_REMEMBER_PER_S,
+            "bytes/memory <= 3 KB (table + indexes)": (
+                self.bytes_per_memory <= TARGET_BYTES_PER_MEMORY
+            ),
             "decay + archive <= 10 s (hourly pass)": (
                 self.maintenance_hourly_s <= TARGET_MAINTENANCE_S if measured else None
             ),
@@ -189,6 +228,8 @@ class PointResult:
         d = asdict(self)
         d["maintenance_first_s"] = self.maintenance_first_s
         d["maintenance_hourly_s"] = self.maintenance_hourly_s
+        d["bytes_per_memory"] = self.bytes_per_memory
+        d["ratios"] = self.ratios()
         d["targets"] = self.targets()
         return d
 
@@ -317,6 +358,8 @@ def run_point(
         load_s, index_s = _load(conn, scale, say)
         sizes = conn.execute(Q.SIZES).fetchone()
         assert sizes is not None
+        baseline_size = conn.execute(Q.BASELINE_SIZE).fetchone()
+        assert baseline_size is not None
         index_bytes = {r["name"]: int(r["bytes"]) for r in conn.execute(Q.INDEX_SIZES).fetchall()}
         now = conn.execute(LQ.NOW).fetchone()["now"]  # type: ignore[index]
         params = _params(scale)
@@ -332,6 +375,9 @@ def run_point(
             _recall_ms(conn, q, reinforce=True)
         reinforcing = [_recall_ms(conn, q, reinforce=True) for q in asked[20:]]
         readonly = [_recall_ms(conn, q, reinforce=False) for q in asked[20:]]
+        for q in asked[:20]:
+            _baseline_ms(conn, q)
+        baseline = [_baseline_ms(conn, q) for q in asked[20:]]
 
     say(f"{scale.memories:,}: recall@10 against an exact scan ({accuracy_queries} queries)")
     hits = 0
@@ -354,6 +400,10 @@ def run_point(
             for row in conn.execute(Q.REMEMBER_MANY, {"items": Jsonb(items[i : i + batch])}):
                 actions[row["action"]] = actions.get(row["action"], 0) + int(row["n"])
         remember_s = time.perf_counter() - started
+        started = time.perf_counter()
+        for i in range(0, len(items), batch):
+            conn.execute(RQ.BASELINE_INSERT_MANY, _baseline_batch(items[i : i + batch]))
+        baseline_s = time.perf_counter() - started
 
     passes = [(0.0, 0)] * 4
     if maintenance:
@@ -398,6 +448,11 @@ def run_point(
         archived_hourly=archived_hourly,
         maintenance_measured=maintenance,
         notes=sorted(set(notes)),
+        baseline_search_ms=Latency.of(baseline),
+        baseline_insert_per_s=len(items) / baseline_s if baseline_s else 0.0,
+        baseline_bytes_per_memory=(
+            baseline_size["bytes"] / baseline_size["rows"] if baseline_size["rows"] else 0.0
+        ),
     )
 
 
@@ -442,6 +497,11 @@ def _load(conn: psycopg.Connection[Any], scale: Scale, say: Progress) -> tuple[f
     conn.execute(Q.RESET_MAINTENANCE_WORK_MEM)
     index_s = time.perf_counter() - started
     conn.execute(Q.VACUUM_MEMORIES)
+    say(f"{scale.memories:,}: the pgvector baseline on the same rows")
+    for statement in (RQ.CREATE_BASELINE, RQ.GRANT_BASELINE, RQ.FILL_BASELINE):
+        conn.execute(statement)
+    conn.execute(RQ.INDEX_BASELINE)
+    conn.execute(RQ.VACUUM_BASELINE)
     return load_s, index_s
 
 
@@ -457,6 +517,25 @@ def _recall_ms(conn: psycopg.Connection[Any], query: dict[str, Any], *, reinforc
     assert row is not None
     plan = next(iter(row.values()))
     return float(plan[0]["Execution Time"])
+
+
+def _baseline_ms(conn: psycopg.Connection[Any], query: dict[str, Any]) -> float:
+    """The baseline's exact cosine top-10 for the same subject and vector, server-side."""
+    args = {"tenant": TENANT, "subject": query["subject"], "embedding": query["embedding"]}
+    row = conn.execute(RQ.BASELINE_SEARCH_EXPLAIN, args).fetchone()
+    assert row is not None
+    plan = next(iter(row.values()))
+    return float(plan[0]["Execution Time"])
+
+
+def _baseline_batch(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """remember_many items as the baseline's one multi-row INSERT."""
+    return {
+        "tenant": TENANT,
+        "subjects": [i["subject"] for i in items],
+        "contents": [i["content"] for i in items],
+        "embeddings": [i["embedding"] for i in items],
+    }
 
 
 def _timed_count(conn: psycopg.Connection[Any], statement: str, now: datetime) -> tuple[float, int]:

@@ -100,6 +100,11 @@ select pg_catalog.pg_table_size('pgmem.memories') as table_bytes,
        (select pg_catalog.count(distinct tenant_id) from pgmem.memories) as tenants,
        (select pg_catalog.count(*) from pgmem.subjects) as subjects
 """
+# The pgvector baseline's table with its index (pgmem.queries.bench_real), per row.
+BASELINE_SIZE: Final = """
+select pg_catalog.pg_total_relation_size('public.baseline_memories') as bytes,
+       (select pg_catalog.count(*) from public.baseline_memories) as rows
+"""
 INDEX_SIZES: Final = """
 select c.relname as name, pg_catalog.pg_relation_size(i.indexrelid) as bytes
 from pg_catalog.pg_index as i
