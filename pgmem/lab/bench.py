@@ -512,20 +512,22 @@ def _tenant_connection(dsn: str) -> Iterator[psycopg.Connection[Any]]:
         yield conn
 
 
-def _recall_ms(conn: psycopg.Connection[Any], query: dict[str, Any], *, reinforce: bool) -> float:
-    row = conn.execute(Q.RECALL, {**query, "reinforce": reinforce}).fetchone()
+def explain_ms(conn: psycopg.Connection[Any], statement: str, params: dict[str, Any]) -> float:
+    """The server-side ``Execution Time`` of an ``EXPLAIN (ANALYZE, FORMAT JSON)`` statement."""
+    row = conn.execute(statement, params).fetchone()
     assert row is not None
     plan = next(iter(row.values()))
     return float(plan[0]["Execution Time"])
+
+
+def _recall_ms(conn: psycopg.Connection[Any], query: dict[str, Any], *, reinforce: bool) -> float:
+    return explain_ms(conn, Q.RECALL, {**query, "reinforce": reinforce})
 
 
 def _baseline_ms(conn: psycopg.Connection[Any], query: dict[str, Any]) -> float:
     """The baseline's exact cosine top-10 for the same subject and vector, server-side."""
     args = {"tenant": TENANT, "subject": query["subject"], "embedding": query["embedding"]}
-    row = conn.execute(RQ.BASELINE_SEARCH_EXPLAIN, args).fetchone()
-    assert row is not None
-    plan = next(iter(row.values()))
-    return float(plan[0]["Execution Time"])
+    return explain_ms(conn, RQ.BASELINE_SEARCH_EXPLAIN, args)
 
 
 def _baseline_batch(items: Sequence[dict[str, Any]]) -> dict[str, Any]:

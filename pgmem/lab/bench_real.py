@@ -62,7 +62,7 @@ from pgmem import schema
 from pgmem.client import Memory
 from pgmem.embed import Embedder
 from pgmem.lab import bench
-from pgmem.lab.bench import BenchError, Latency, Progress, bench_database
+from pgmem.lab.bench import BenchError, Latency, Progress, bench_database, explain_ms
 from pgmem.lab.eval import (
     EvalError,
     embed_by_length,
@@ -417,10 +417,10 @@ def run_point(
     say(f"{label}: search latency, server-side ({queries} questions)")
     with tenant_connection(dsn, TENANT) as conn:
         for a in asks[:20]:  # warm plans and caches
-            _explain_ms(conn, Q.RECALL_EXPLAIN, a)
-            _explain_ms(conn, Q.BASELINE_SEARCH_EXPLAIN, a)
-        pgmem_server = [_explain_ms(conn, Q.RECALL_EXPLAIN, a) for a in asks[20:]]
-        baseline_server = [_explain_ms(conn, Q.BASELINE_SEARCH_EXPLAIN, a) for a in asks[20:]]
+            explain_ms(conn, Q.RECALL_EXPLAIN, a)
+            explain_ms(conn, Q.BASELINE_SEARCH_EXPLAIN, a)
+        pgmem_server = [explain_ms(conn, Q.RECALL_EXPLAIN, a) for a in asks[20:]]
+        baseline_server = [explain_ms(conn, Q.BASELINE_SEARCH_EXPLAIN, a) for a in asks[20:]]
 
     say(f"{label}: search latency, client-side")
     with tenant_connection(dsn, TENANT) as conn:
@@ -613,13 +613,6 @@ def _baseline_batch(writes: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def _service_dsn(dsn: str) -> str:
     """``dsn`` acting as pgmem_service from the start (as an application connects)."""
     return make_conninfo(dsn, options="-c role=pgmem_service")
-
-
-def _explain_ms(conn: psycopg.Connection[Any], statement: str, params: dict[str, Any]) -> float:
-    row = conn.execute(statement, params).fetchone()
-    assert row is not None
-    plan = next(iter(row.values()))
-    return float(plan[0]["Execution Time"])
 
 
 def _timed(conn: psycopg.Connection[Any], statement: str, params: dict[str, Any]) -> float:

@@ -30,7 +30,15 @@ from psycopg.rows import dict_row
 from psycopg.types.numeric import Int8
 
 from pgmem import schema
-from pgmem.lab.bench import TENANT, Latency, Progress, _quiet, _tenant_connection, bench_database
+from pgmem.lab.bench import (
+    TENANT,
+    Latency,
+    Progress,
+    _quiet,
+    _tenant_connection,
+    bench_database,
+    explain_ms,
+)
 from pgmem.queries import bench_layers as q
 
 SESSIONS_PER_SUBJECT = 10
@@ -152,17 +160,19 @@ def run(
         with _tenant_connection(dsn) as conn:
             progress(f"layers: reads ({queries} sessions)")
             for row in picked[:20]:  # warm plans and caches
-                _ms(conn, q.READ_LAYERS, row)
-                _ms(conn, q.PROMPT, row)
-            reads = [_ms(conn, q.READ_LAYERS, row) for row in picked[20:]]
+                explain_ms(conn, q.READ_LAYERS, row)
+                explain_ms(conn, q.PROMPT, row)
+            reads = [explain_ms(conn, q.READ_LAYERS, row) for row in picked[20:]]
             progress(f"layers: prompt and recall ({queries} queries)")
-            prompts = [_ms(conn, q.PROMPT, row) for row in picked[20:]]
-            recalls = [_ms(conn, q.RECALL, row) for row in picked[20:]]
+            prompts = [explain_ms(conn, q.PROMPT, row) for row in picked[20:]]
+            recalls = [explain_ms(conn, q.RECALL, row) for row in picked[20:]]
             progress(f"layers: appends ({appends:,} per measure)")
-            assistant_ms = _ms(
+            assistant_ms = explain_ms(
                 conn, q.APPEND_MANY, {**params, "n": Int8(appends), "role": "assistant"}
             )
-            user_ms = _ms(conn, q.APPEND_MANY, {**params, "n": Int8(appends), "role": "user"})
+            user_ms = explain_ms(
+                conn, q.APPEND_MANY, {**params, "n": Int8(appends), "role": "user"}
+            )
             client = picked[20:]
             started = time.perf_counter()
             for i in range(appends):
@@ -184,10 +194,3 @@ def run(
         prompt_ms=Latency.of(prompts),
         recall_ms=Latency.of(recalls),
     )
-
-
-def _ms(conn: psycopg.Connection[Any], statement: str, params: dict[str, Any]) -> float:
-    row = conn.execute(statement, params).fetchone()
-    assert row is not None
-    plan = next(iter(row.values()))
-    return float(plan[0]["Execution Time"])
