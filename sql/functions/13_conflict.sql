@@ -618,12 +618,11 @@ as $$
     select pgmem._conflict_terms(p_content),
            array(select v.name from pgmem.conflict_vocabulary() as v
                  where v.category = 'attribute' and t.text ~ v.pattern),
-           exists (select from pgmem.conflict_vocabulary() as v
-                   where v.category in ('negation', 'change') and t.text ~ v.pattern),
+           t.text ~ pgmem._conflict_pattern('negation') or t.text ~ pgmem._conflict_pattern('change'),
            array(select v.name from pgmem.conflict_vocabulary() as v
                  where v.category = 'antonym' and (t.text ~ v.pattern or t.text ~ v.partner)),
-           t.text ~ '[0-9]' and exists (select from pgmem.conflict_vocabulary() as v
-                                        where v.category in ('quantity', 'change') and t.text ~ v.pattern)
+           t.text ~ '[0-9]'
+               and (t.text ~ pgmem._conflict_pattern('quantity') or t.text ~ pgmem._conflict_pattern('change'))
     from (select pgmem._conflict_text(p_content) as text) as t
 $$;
 
