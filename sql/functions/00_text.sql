@@ -96,12 +96,15 @@ begin
     -- Set whatever the statement gave: the two columns follow the content only.
     new.content_hash := pgmem._content_hash(new.content);
     new.fts := pgmem._tsv(new.content);
+    -- What the contradiction rules read of it (13_conflict.sql), once.
+    new.conflict_terms := pgmem._conflict_terms(new.content);
+    new.conflict_marks := pgmem._conflict_marks(new.content);
     return new;
 end
 $$;
 
 comment on function pgmem._memories_text() is
-    'Row trigger on pgmem.memories: content_hash and fts from the content, when a row is inserted or its content written (internal).';
+    'Row trigger on pgmem.memories: content_hash, fts, conflict_terms and conflict_marks from the content, when a row is inserted or its content written (internal).';
 
 create or replace function pgmem._tsq(p_query text)
 returns tsquery

@@ -255,6 +255,7 @@ declare
     v_newer_from timestamptz;
     -- Triple keys compare case-insensitively, without surrounding space.
     v_ann boolean;
+    v_row pgmem.memory_row;
     v_subject_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_subject));
     v_predicate_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_predicate));
     v_conflict record;
@@ -334,7 +335,8 @@ begin
     if v_id is null and (action is null or action = 'superseded') and p_check_conflicts then
         for v_conflict in
             select c.*
-            from pgmem._conflicts(p_tenant, p_settings, p_subject, p_content, p_embedding, p_valid_from) as c
+            from pgmem._conflicts(p_tenant, p_settings, p_subject, p_content, p_embedding, p_valid_from,
+                                  pgmem._conflict_terms(p_content), pgmem._conflict_marks(p_content)) as c
         loop
             if v_conflict.rule is null then
                 -- Undecided by the rules; above merge_threshold the merge job reads both.
@@ -455,20 +457,32 @@ begin
     -- In the HNSW index when its subject is (pgmem._ann_subjects); read
     -- first: Citus plans no subquery inside INSERT … VALUES.
     select s.ann into v_ann from pgmem.subjects as s where s.tenant_id = p_tenant and s.subject = p_subject;
-    insert into pgmem.memories as m (tenant_id, subject, agent_id, session_id, kind, content, embedding, importance,
-                                     confidence, source, triple_subject, triple_predicate, triple_object,
-                                     valid_from, valid_to, status, status_changed_at, last_accessed_at,
-                                     expires_at, metadata, created_at, updated_at, ann)
-    values (p_tenant, p_subject, p_agent_id, p_session_id, p_kind, p_content, p_embedding, p_importance,
-            p_confidence, p_source, pg_catalog.btrim(p_triple_subject), pg_catalog.btrim(p_triple_predicate),
-            pg_catalog.btrim(p_triple_object), p_valid_from,
-            v_newer_from, case when v_newer_id is null then 'active' else 'superseded' end,
-            p_now, p_now, p_expires_at, p_metadata, p_now, p_now, v_ann)
-    returning m.memory_id into v_new_id;
+    v_row := row(p_subject, p_agent_id, p_session_id, p_kind, p_content, p_embedding, p_importance, p_confidence,
+                 p_source, pg_catalog.btrim(p_triple_subject), pg_catalog.btrim(p_triple_predicate),
+                 pg_catalog.btrim(p_triple_object), p_valid_from, v_newer_from,
+                 case when v_newer_id is null then 'active' else 'superseded' end, p_expires_at, p_metadata, v_ann);
+    if pgmem._distributed() then
+        -- On Citus every statement of the write runs as the caller: a
+        -- transaction may not touch a shard as two roles (docs/scaling.md).
+        insert into pgmem.memories as m (tenant_id, subject, agent_id, session_id, kind, content, embedding,
+                                         importance, confidence, source, triple_subject, triple_predicate,
+                                         triple_object, valid_from, valid_to, status, status_changed_at,
+                                         last_accessed_at, expires_at, metadata, created_at, updated_at, ann)
+        values (p_tenant, v_row.subject, v_row.agent_id, v_row.session_id, v_row.kind, v_row.content,
+                v_row.embedding, v_row.importance, v_row.confidence, v_row.source, v_row.triple_subject,
+                v_row.triple_predicate, v_row.triple_object, v_row.valid_from, v_row.valid_to, v_row.status,
+                p_now, p_now, v_row.expires_at, v_row.metadata, p_now, p_now, v_row.ann)
+        returning m.memory_id into v_new_id;
+    else
+        select s.memory_id into v_new_id from pgmem._store_memories(p_tenant, array[v_row], p_now) as s;
+    end if;
     action := coalesce(action, 'inserted');
     memory_id := v_new_id;
     -- Association links (same_session, same_entity) of the new fact: 32_consolidate.sql.
-    perform pgmem._link_at_write(p_tenant, array[v_new_id], p_now);
+    -- Nothing to link without a session or a triple.
+    if p_session_id is not null or p_triple_predicate is not null then
+        perform pgmem._link_at_write(p_tenant, array[v_new_id], p_now);
+    end if;
 
     insert into pgmem.memory_events (tenant_id, memory_id, subject, event, new_content, details, created_at)
     values (p_tenant, v_new_id, p_subject, 'insert', p_content,
@@ -613,15 +627,16 @@ begin
                                       v_norm, p_triple_subject, p_triple_predicate, p_triple_object, p_source,
                                       p_metadata);
     perform pgmem._check_truth_input(null, p_confidence, p_expires_at, coalesce(p_valid_from, v_now));
-    v_rule := pgmem.detect_injection(p_content);
+    -- The subject's lock first: a call that waits for it has written nothing.
     perform pgmem._lock_subjects(v_tenant, array[p_subject], v_now);
+    -- Checked and redacted once (pgmem._vouch, 70_guards.sql).
+    select v.rule, v.content, v.kinds into v_rule, v_content, v_redacted from pgmem._vouch(array[p_content]) as v;
     if v_rule is not null then
         perform pgmem._reject(v_tenant, p_subject, array[p_content], array[v_rule], p_agent_id, v_now);
         action := 'rejected';
         return next;
         return;
     end if;
-    select r.content, r.kinds into v_content, v_redacted from pgmem._redact_many(array[p_content]) as r;
     select r.object, r.kinds into v_object, v_object_redacted
     from pgmem._redact_objects(array[p_triple_predicate], array[p_triple_object]) as r;
     v_redacted := v_redacted || array(select k from pg_catalog.unnest(v_object_redacted) as k

@@ -159,22 +159,8 @@ $$;
 comment on function pgmem._conflict_text(text) is
     'A fact as the contradiction rules read it: lower case, contractions and dislike words spelled as a negation of like (internal).';
 
-create or replace function pgmem._conflict_markers()
-returns text[]
-language sql
-immutable parallel safe
-security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-    -- The change patterns, then the negation ones: 不再 is a change marker
-    -- before 不 is a negation. Immutable without arguments: a caller's plan
-    -- holds the result as a constant, so the vocabulary is read once a session.
-    select array(select v.pattern from pgmem.conflict_vocabulary() as v
-                 where v.category in ('negation', 'change') order by v.category)
-$$;
-
-comment on function pgmem._conflict_markers() is
-    'The change and negation patterns of pgmem.conflict_vocabulary(), change first: what pgmem._conflict_terms takes out of a fact (internal).';
+-- Replaced by one expression in pgmem._conflict_terms.
+drop function if exists pgmem._conflict_markers();
 
 create or replace function pgmem._conflict_terms(p_text text, p_drop text[] default '{}')
 returns text[]
@@ -192,17 +178,23 @@ begin
     -- (pgmem._tsv: English stems, CJK bigrams), with liking spelled one way
     -- and the speaker left out. Each removed part becomes a space, so both
     -- facts of a pair are cut at the same places.
-    foreach v_pattern in array p_drop || pgmem._conflict_markers()
+    foreach v_pattern in array p_drop
     loop
         v_text := pg_catalog.regexp_replace(v_text, v_pattern, ' ', 'g');
     end loop;
+    -- The change patterns before the negation ones, as one expression (a
+    -- backend keeps 32 compiled, and the write path uses more): at one place
+    -- the longest wins, so 不再 is a change marker before 不 is a negation.
+    -- (Constant calls of immutable functions: planned once a session.)
+    v_text := pg_catalog.regexp_replace(
+                  v_text, pgmem._conflict_pattern('change') || '|' || pgmem._conflict_pattern('negation'), ' ', 'g');
     v_text := pg_catalog.regexp_replace(v_text,
                   '\m(prefers?|preferred|preferring|loves?|loved|loving|enjoys?|enjoyed|enjoying|likes?|liked'
                   '|liking|wants?|wanted|fond of|favou?rites?|is into|into)\M', ' like ', 'g');
     v_text := pg_catalog.regexp_replace(v_text, '更喜欢|最喜欢|喜欢|偏好|更爱|最爱|爱', ' 喜欢 ', 'g');
     v_text := pg_catalog.regexp_replace(v_text,
-                  '\m(the user|user|i|i''m|im|me|my|mine|he|she|they|his|her|their|them)\M', ' ', 'g');
-    v_text := pg_catalog.regexp_replace(v_text, '我们|我的|我|他们|她们|他|她|用户|把|了|吧|呢|啊|呀|哦|的', ' ', 'g');
+                  '\m(the user|user|i|i''m|im|me|my|mine|he|she|they|his|her|their|them)\M'
+                  '|我们|我的|我|他们|她们|他|她|用户|把|了|吧|呢|啊|呀|哦|的', ' ', 'g');
     return coalesce(pg_catalog.tsvector_to_array(pgmem._tsv(v_text)), '{}');
 end
 $$;
@@ -253,7 +245,74 @@ $$;
 comment on function pgmem._conflict_pattern(text) is
     'Any pattern (or antonym partner) of one category of pgmem.conflict_vocabulary(), as one regular expression (internal).';
 
-create or replace function pgmem.contradiction(p_old text, p_new text)
+-- What the rules read of one fact, computed once per fact: its terms
+-- (pgmem._conflict_terms) and its marks, labels of what the rules look for:
+--   negative             a negation marker
+--   change               a change marker ("moved to", 现在…)
+--   digits, quantity     a number; a quantity word (age, budget, 岁…)
+--   attribute:<name>     a one-valued attribute (residence, employer)
+--   antonym, antonym:<name>  a word of an antonym pair (either side), and which pair
+-- pgmem.memories stores both (conflict_terms, conflict_marks, kept by the
+-- row trigger memories_text), so a pair of a new fact and a stored one is
+-- judged from arrays: a regular expression runs only for the rare pair of
+-- two antonym words or two attribute values. Rows written before alembic
+-- 0012 hold NULL there and are read with the text (the same result).
+create or replace function pgmem._conflict_marks(p_content text)
+returns text[]
+language plpgsql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_text text := pgmem._conflict_text(p_content);
+    v_marks text[] := '{}';
+    v_digits boolean := v_text ~ '[0-9]';
+begin
+    -- Each category is one regular expression (constant calls of immutable
+    -- functions: planned once a session); a category's own patterns are
+    -- read only for a text that matched one of them. PostgreSQL keeps 32
+    -- compiled expressions a backend: matching the 36 antonym patterns
+    -- against every fact compiled them all again each time.
+    if v_text ~ pgmem._conflict_pattern('negation') then
+        v_marks := v_marks || 'negative'::text;
+    end if;
+    if v_text ~ pgmem._conflict_pattern('change') then
+        v_marks := v_marks || 'change'::text;
+    end if;
+    if v_digits then
+        v_marks := v_marks || 'digits'::text;
+        if v_text ~ pgmem._conflict_pattern('quantity') then
+            v_marks := v_marks || 'quantity'::text;
+        end if;
+    end if;
+    if v_text ~ pgmem._conflict_pattern('attribute') then
+        v_marks := v_marks || array(select 'attribute:' || v.name from pgmem.conflict_vocabulary() as v
+                                    where v.category = 'attribute' and v_text ~ v.pattern order by v.name);
+    end if;
+    if v_text ~ pgmem._conflict_pattern('antonym') then
+        -- One small expression per pair (both words): cheap to compile,
+        -- where one expression with a capture group per word was not.
+        v_marks := v_marks || 'antonym'::text
+                   || array(select 'antonym:' || v.name from pgmem.conflict_vocabulary() as v
+                            where v.category = 'antonym' and v_text ~ ('(' || v.pattern || ')|(' || v.partner || ')')
+                            order by v.name);
+    end if;
+    return v_marks;
+end
+$$;
+
+comment on function pgmem._conflict_marks(text) is
+    'What the contradiction rules look for in a fact, as labels: negative, change, digits, quantity, attribute:<name>, antonym and antonym:<name> (pgmem.conflict_vocabulary()); stored in pgmem.memories.conflict_marks (internal).';
+
+create or replace function pgmem._contradiction(
+    p_old text,
+    p_old_terms text[],
+    p_old_marks text[],
+    p_new text,
+    p_new_terms text[],
+    p_new_marks text[]
+)
 returns text
 language plpgsql
 immutable parallel safe
@@ -261,66 +320,56 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_old text := pgmem._conflict_text(p_old);
-    v_new text := pgmem._conflict_text(p_new);
+    v_old_negative boolean := 'negative' = any (p_old_marks);
+    v_new_negative boolean := 'negative' = any (p_new_marks);
+    v_new_change boolean := 'change' = any (p_new_marks);
+    v_numbers boolean;
+    v_number constant text := '[0-9]+([.:/-][0-9]+)*';
+    v_old text;
+    v_new text;
     v_old_terms text[];
     v_new_terms text[];
-    v_old_negative boolean;
-    v_new_negative boolean;
     v_rule record;
-    v_number constant text := '[0-9]+([.:/-][0-9]+)*';
-    v_negation text;
-    v_change text;
-    v_new_change boolean;
-    v_numbers boolean;
 begin
-    if p_old is null or p_new is null or pgmem._normalize(p_old) = pgmem._normalize(p_new) then
+    if p_old is null or p_new is null then
         return null;
     end if;
-    -- Constant calls of an immutable function: evaluated once when this
-    -- session first plans them, not per pair.
-    v_negation := pgmem._conflict_pattern('negation');
-    v_change := pgmem._conflict_pattern('change');
-    v_old_negative := v_old ~ v_negation;
-    v_new_negative := v_new ~ v_negation;
-    v_new_change := v_new ~ v_change;
-    -- Most pairs carry nothing any rule looks for: a few matches decide that.
-    if v_old_negative = v_new_negative and not v_new_change and not (v_old ~ '[0-9]' and v_new ~ '[0-9]')
-       and not v_new ~ pgmem._conflict_pattern('antonym') then
+    -- Most pairs carry nothing any rule looks for: their marks say so.
+    if v_old_negative = v_new_negative and not v_new_change
+       and not ('digits' = any (p_old_marks) and 'digits' = any (p_new_marks))
+       and not 'antonym' = any (p_new_marks) then
         return null;
     end if;
-    v_numbers := v_old ~ '[0-9]' and v_new ~ '[0-9]'
-                 and (v_new_change or v_new ~ pgmem._conflict_pattern('quantity'));
-    -- The terms only for the rules that read them.
-    if v_numbers or v_old_negative <> v_new_negative then
-        v_old_terms := pgmem._conflict_terms(p_old);
-        v_new_terms := pgmem._conflict_terms(p_new);
+    if pgmem._normalize(p_old) = pgmem._normalize(p_new) then
+        return null;
     end if;
+    v_numbers := 'digits' = any (p_old_marks) and 'digits' = any (p_new_marks)
+                 and (v_new_change or 'quantity' = any (p_new_marks));
 
     -- number: the same words around other numbers, of a quantity or said as a change.
     if v_numbers
-       and pg_catalog.array_to_string(v_old_terms, ' ') is distinct from pg_catalog.array_to_string(v_new_terms, ' ')
-       and array(select pg_catalog.regexp_replace(t, v_number, '#', 'g') from pg_catalog.unnest(v_old_terms) as t
+       and pg_catalog.array_to_string(p_old_terms, ' ') is distinct from pg_catalog.array_to_string(p_new_terms, ' ')
+       and array(select pg_catalog.regexp_replace(t, v_number, '#', 'g') from pg_catalog.unnest(p_old_terms) as t
                  order by 1)
-           = array(select pg_catalog.regexp_replace(t, v_number, '#', 'g') from pg_catalog.unnest(v_new_terms) as t
+           = array(select pg_catalog.regexp_replace(t, v_number, '#', 'g') from pg_catalog.unnest(p_new_terms) as t
                    order by 1) then
         return 'number';
     end if;
 
     -- negation: the same statement, the other polarity.
-    if v_old_negative <> v_new_negative and pgmem._terms_alike(v_old_terms, v_new_terms, 2) then
+    if v_old_negative <> v_new_negative and pgmem._terms_alike(p_old_terms, p_new_terms, 2) then
         return 'negation';
     end if;
 
     -- antonym: one word of a pair in each fact, the rest alike, same polarity.
-    -- (One regular expression first: a pair's own patterns, 36 and more, are
-    -- more than PostgreSQL keeps compiled, so looping over them for every
-    -- pair would compile them again and again.)
-    if v_old_negative = v_new_negative and v_old ~ pgmem._conflict_pattern('antonym')
-       and v_new ~ pgmem._conflict_pattern('antonym') then
+    -- Only the pairs both facts name are read, with the text.
+    if v_old_negative = v_new_negative and p_old_marks && p_new_marks then
+        v_old := pgmem._conflict_text(p_old);
+        v_new := pgmem._conflict_text(p_new);
         for v_rule in
             select v.pattern, v.partner from pgmem.conflict_vocabulary() as v
-            where v.category = 'antonym'
+            where v.category = 'antonym' and 'antonym:' || v.name = any (p_old_marks)
+              and 'antonym:' || v.name = any (p_new_marks)
               and ((v_old ~ v.pattern and v_new ~ v.partner and not v_old ~ v.partner and not v_new ~ v.pattern)
                    or (v_old ~ v.partner and v_new ~ v.pattern and not v_old ~ v.pattern and not v_new ~ v.partner))
         loop
@@ -332,11 +381,11 @@ begin
     end if;
 
     -- change: a change marker, and another value of the same one-valued attribute.
-    if v_new_change and v_old ~ pgmem._conflict_pattern('attribute')
-       and v_new ~ pgmem._conflict_pattern('attribute') then
+    if v_new_change then
         for v_rule in
             select v.pattern from pgmem.conflict_vocabulary() as v
-            where v.category = 'attribute' and v_old ~ v.pattern and v_new ~ v.pattern
+            where v.category = 'attribute' and 'attribute:' || v.name = any (p_old_marks)
+              and 'attribute:' || v.name = any (p_new_marks)
         loop
             v_old_terms := pgmem._conflict_terms(p_old, array[v_rule.pattern]);
             v_new_terms := pgmem._conflict_terms(p_new, array[v_rule.pattern]);
@@ -350,11 +399,27 @@ begin
 end
 $$;
 
+comment on function pgmem._contradiction(text, text[], text[], text, text[], text[]) is
+    'pgmem.contradiction for two facts whose terms and marks (pgmem._conflict_terms, pgmem._conflict_marks) are known already, e.g. stored ones (internal).';
+
+create or replace function pgmem.contradiction(p_old text, p_new text)
+returns text
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select pgmem._contradiction(p_old, pgmem._conflict_terms(p_old), pgmem._conflict_marks(p_old),
+                                p_new, pgmem._conflict_terms(p_new), pgmem._conflict_marks(p_new))
+$$;
+
 comment on function pgmem.contradiction(text, text) is
     'Whether p_new contradicts p_old by the offline rules, and by which: number, negation, antonym or change (see sql/functions/13_conflict.sql and pgmem.conflict_vocabulary()); NULL when no rule says so. E.g. pgmem.contradiction(''User likes dark mode'', ''User now prefers light mode'') = ''antonym''.';
 
--- Before it read the pair in time order it had no p_valid_from.
+-- Before it read the pair in time order it had no p_valid_from; before
+-- stored features, no p_terms and p_marks.
 drop function if exists pgmem._conflicts(text, pgmem.settings, text, text, public.vector);
+drop function if exists pgmem._conflicts(text, pgmem.settings, text, text, public.vector, timestamptz);
 
 create or replace function pgmem._conflicts(
     p_tenant text,
@@ -362,7 +427,9 @@ create or replace function pgmem._conflicts(
     p_subject text,
     p_content text,
     p_embedding public.vector,
-    p_valid_from timestamptz
+    p_valid_from timestamptz,
+    p_terms text[],
+    p_marks text[]
 )
 returns table(memory_id bigint, rule text, similarity real, valid_from timestamptz, confidence real)
 language plpgsql
@@ -373,51 +440,48 @@ set jit = off
 as $$
 #variable_conflict use_column
 declare
-    v_text text := pgmem._conflict_text(p_content);
-    v_terms tsquery;
-    v_attributes text;
+    v_attributes text[] := array(select k from pg_catalog.unnest(p_marks) as k where k like 'attribute:%');
 begin
-    -- Close neighbours of a new fact among the subject's active memories,
-    -- each with the rule it breaks (NULL: none, a question for the judge):
-    -- within conflict_threshold by cosine, sharing a term (the terms of
-    -- pgmem._conflict_terms: "likes dark mode" and "prefers light mode"
-    -- share "mode"), or speaking of the same one-valued attribute ("lives
-    -- in Hangzhou", "moved to Shanghai"). An exact scan of one subject, as
-    -- remember's own (a subject holds at most capacity_per_subject rows);
-    -- the rules run on the 16 nearest candidates only.
-    select pg_catalog.to_tsquery('pg_catalog.simple'::regconfig,
-                                 pg_catalog.string_agg(pg_catalog.quote_literal(t.term), ' | '))
-    into v_terms
-    from pg_catalog.unnest(pgmem._conflict_terms(p_content)) as t(term)
-    having pg_catalog.count(*) > 0;
-    select pg_catalog.string_agg('(' || v.pattern || ')', '|') into v_attributes
-    from pgmem.conflict_vocabulary() as v where v.category = 'attribute' and v_text ~ v.pattern;
+    -- Close neighbours of a new fact (its terms and marks: pgmem._conflict_terms,
+    -- pgmem._conflict_marks) among the subject's active memories, each with
+    -- the rule it breaks (NULL: none, a question for the judge): within
+    -- conflict_threshold by cosine, sharing a term ("likes dark mode" and
+    -- "prefers light mode" share "mode"), or speaking of the same one-valued
+    -- attribute ("lives in Hangzhou", "moved to Shanghai"). An exact scan of
+    -- one subject, as remember's own (a subject holds at most
+    -- capacity_per_subject rows), over the stored features of its rows.
     return query
         -- The rules read the two statements in the order they became true,
         -- for the 16 nearest candidates only: outside the LIMIT's subquery,
         -- so they run after it (a shared term alone admits dozens of a
         -- subject's rows on real text).
         select c.memory_id,
-               case when c.valid_from > p_valid_from then pgmem.contradiction(p_content, c.content)
-                    else pgmem.contradiction(c.content, p_content) end,
+               case when c.valid_from > p_valid_from
+                    then pgmem._contradiction(p_content, p_terms, p_marks, c.content, c.terms, c.marks)
+                    else pgmem._contradiction(c.content, c.terms, c.marks, p_content, p_terms, p_marks) end,
                c.similarity, c.valid_from, c.confidence
-        from (select c.memory_id, c.content, c.valid_from, c.confidence, c.similarity
+        from (select c.memory_id, c.content, c.valid_from, c.confidence, c.similarity, c.terms,
+                     coalesce(c.marks, pgmem._conflict_marks(c.content)) as marks
               from (select m.memory_id, m.content, m.valid_from, m.confidence,
-                           (1 - (m.embedding OPERATOR(public.<=>) p_embedding))::real as similarity, m.fts
+                           (1 - (m.embedding OPERATOR(public.<=>) p_embedding))::real as similarity,
+                           -- Rows stored before alembic 0012 hold no features: read their text.
+                           coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)) as terms,
+                           m.conflict_marks as marks
                     from pgmem.memories as m
                     where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
                     offset 0) as c
               where (c.similarity >= p_settings.conflict_threshold and c.similarity <> 'NaN'::real)
-                 or c.fts @@ v_terms
-                 or (v_attributes is not null and pgmem._conflict_text(c.content) ~ v_attributes)
+                 or c.terms && p_terms
+                 or (v_attributes <> '{}'
+                     and coalesce(c.marks, pgmem._conflict_marks(c.content)) && v_attributes)
               order by c.similarity desc nulls last, c.memory_id desc
               limit 16) as c
         order by c.similarity desc nulls last, c.memory_id desc;
 end
 $$;
 
-comment on function pgmem._conflicts(text, pgmem.settings, text, text, public.vector, timestamptz) is
-    'The close neighbours of a new fact among the subject''s active memories (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most 16, nearest first) and the contradiction rule each breaks, NULL for none (internal; the caller holds the subject''s lock).';
+comment on function pgmem._conflicts(text, pgmem.settings, text, text, public.vector, timestamptz, text[], text[]) is
+    'The close neighbours of a new fact (p_terms, p_marks: its pgmem._conflict_terms and _conflict_marks) among the subject''s active memories (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most 16, nearest first) and the contradiction rule each breaks, NULL for none (internal; the caller holds the subject''s lock).';
 
 create or replace function pgmem._queue_judge(
     p_tenant text,
@@ -596,38 +660,8 @@ $$;
 comment on function pgmem.resolve_conflict(bigint, bigint, text, text, real[], jsonb, timestamptz) is
     'Applies a judge''s decision on new fact p_memory_id against active fact p_other_id, under the subject''s lock: replace (the newer one supersedes the other if pgmem._may_supersede allows, else the new one is kept as disputed history), keep (the other stays, the new one becomes history), coexist (both active; p_labels {"new": …, "old": …} become metadata.time_label, conflict events) or merge (pgmem.merge, the newer kept, p_content/p_embedding its text). Returns superseded, kept, outdated, disputed, coexisted, merged, already_merged or skipped (either no longer active). PM022, PM060, PM061.';
 
-create or replace function pgmem._conflict_profile(
-    p_content text,
-    out terms text[],
-    out attributes text[],
-    out marked boolean,
-    out antonyms text[],
-    out digits boolean
-)
-language sql
-immutable strict parallel safe
-security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-    -- What pgmem.contradiction needs of one side of a pair, for remember_many
-    -- to find the pairs of a batch worth asking it about: two facts can only
-    -- contradict if they share a term or an attribute, and one is negated or
-    -- says "now", or both name an antonym pair, or both hold numbers of a
-    -- quantity. (The
-    -- change rule's markers are among the negation and change patterns.)
-    select pgmem._conflict_terms(p_content),
-           array(select v.name from pgmem.conflict_vocabulary() as v
-                 where v.category = 'attribute' and t.text ~ v.pattern),
-           t.text ~ pgmem._conflict_pattern('negation') or t.text ~ pgmem._conflict_pattern('change'),
-           array(select v.name from pgmem.conflict_vocabulary() as v
-                 where v.category = 'antonym' and (t.text ~ v.pattern or t.text ~ v.partner)),
-           t.text ~ '[0-9]'
-               and (t.text ~ pgmem._conflict_pattern('quantity') or t.text ~ pgmem._conflict_pattern('change'))
-    from (select pgmem._conflict_text(p_content) as text) as t
-$$;
-
-comment on function pgmem._conflict_profile(text) is
-    'The features of a fact the contradiction rules look at (terms, one-valued attributes, a negation or change marker, antonym pairs named, numbers of a quantity): a cheap filter for pairs within a batch (internal).';
+-- Replaced by the stored features (pgmem._conflict_marks).
+drop function if exists pgmem._conflict_profile(text);
 
 create or replace function pgmem.merge_keeper(p_stored_id bigint, p_new_id bigint)
 returns bigint

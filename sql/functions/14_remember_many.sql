@@ -30,6 +30,8 @@ declare
     v_rejected integer[];
     v_rules text[];
     v_contents text[];
+    v_checked text[];
+    v_checked_kinds text[];
     v_redacted text[];
     v_objects text[];
     v_item record;
@@ -152,27 +154,35 @@ begin
 
     v_contents := array(select e.v ->> 'content'
                         from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i) order by e.i);
-    select pg_catalog.array_agg(d.item order by d.item), pg_catalog.array_agg(d.rule order by d.item)
-    into v_rejected, v_rules
-    from pgmem._detect_injection_many(v_contents) as d;
+    -- The subjects' locks first: a batch that waits for one has written nothing.
+    perform pgmem._lock_subjects(v_tenant,
+                                 array(select coalesce(e.v ->> 'subject', p_subject)
+                                       from pg_catalog.jsonb_array_elements(p_items) as e(v)),
+                                 v_now);
+
+    -- Checked and redacted once (pgmem._vouch, 70_guards.sql).
+    select pg_catalog.array_agg(v.item order by v.item) filter (where v.rule is not null),
+           pg_catalog.array_agg(v.rule order by v.item) filter (where v.rule is not null),
+           pg_catalog.array_agg(v.content order by v.item),
+           pg_catalog.array_agg(pg_catalog.array_to_string(v.kinds, ',') order by v.item)
+    into v_rejected, v_rules, v_checked, v_checked_kinds
+    from pgmem._vouch(v_contents) as v;
     v_rejected := coalesce(v_rejected, '{}');
     select pg_catalog.array_agg(r.content order by r.item),
            pg_catalog.array_agg(pg_catalog.array_to_string(r.kinds || array(
                select k from pg_catalog.unnest(o.kinds) as k where not k = any (r.kinds)), ',') order by r.item),
            pg_catalog.array_agg(o.object order by r.item)
     into v_contents, v_redacted, v_objects
-    from pgmem._redact_many(v_contents) as r
+    from (select c.item::integer as item, c.content,
+                 coalesce(pg_catalog.string_to_array(nullif(c.kinds, ''), ','), '{}') as kinds
+          from rows from (pg_catalog.unnest(v_checked), pg_catalog.unnest(v_checked_kinds))
+               with ordinality as c(content, kinds, item)) as r
     join pgmem._redact_objects(
              array(select e.v ->> 'triple_predicate'
                    from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i) order by e.i),
              array(select e.v ->> 'triple_object'
                    from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i) order by e.i)) as o
       on o.item = r.item;
-
-    perform pgmem._lock_subjects(v_tenant,
-                                 array(select coalesce(e.v ->> 'subject', p_subject)
-                                       from pg_catalog.jsonb_array_elements(p_items) as e(v)),
-                                 v_now);
 
     -- The batch as rows. Items that meet nothing else of the batch (no
     -- twin, nothing within merge_threshold, no triple key in play) are
@@ -200,6 +210,8 @@ begin
         confidence real not null,
         expires_at timestamptz,
         check_conflicts boolean not null,
+        conflict_terms text[],             -- pgmem._conflict_terms, _conflict_marks: checked items
+        conflict_marks text[],
         rejected_rule text,
         twins_in_batch boolean not null,   -- same content or triple key as another item
         exact_id bigint,                   -- active row with the same content
@@ -289,10 +301,24 @@ begin
               order by x.item, m.embedding OPERATOR(public.<=>) x.embedding, m.memory_id) as n
         where n.item = b.item;
 
+        -- What the contradiction rules read of each checked item, once.
+        update pg_temp._pgmem_batch as b
+        set conflict_terms = pgmem._conflict_terms(b.content), conflict_marks = pgmem._conflict_marks(b.content)
+        where b.rejected_rule is null and b.check_conflicts;
+
+        -- Two items can only contradict if they share a term or an attribute,
+        -- and one is negated or says "now", or both name an antonym pair, or
+        -- both hold numbers of a quantity (the change rule's markers are
+        -- among the negation and change ones).
         with profiles as materialized (
-            select x.item, x.subject, x.content, x.embedding, p.*
+            select x.item, x.subject, x.content, x.embedding, x.conflict_terms as terms, x.conflict_marks as marks,
+                   array(select k from pg_catalog.unnest(x.conflict_marks) as k where k like 'attribute:%')
+                       as attributes,
+                   x.conflict_marks && array['negative', 'change'] as marked,
+                   array(select k from pg_catalog.unnest(x.conflict_marks) as k where k like 'antonym:%')
+                       as antonyms,
+                   'digits' = any (x.conflict_marks) and x.conflict_marks && array['quantity', 'change'] as digits
             from pg_temp._pgmem_batch as x
-            cross join lateral pgmem._conflict_profile(x.content) as p
             where x.rejected_rule is null and x.check_conflicts
         )
         update pg_temp._pgmem_batch as b
@@ -332,7 +358,7 @@ begin
                -- it contradicts an active fact, or has a neighbour for the judge (13_conflict.sql)
                or (b.check_conflicts
                    and exists (select from pgmem._conflicts(v_tenant, v_settings, b.subject, b.content, b.embedding,
-                                                            b.valid_from) as c
+                                                            b.valid_from, b.conflict_terms, b.conflict_marks) as c
                                where c.rule is not null
                                   or (v_settings.judge_conflicts
                                       and c.similarity >= v_settings.conflict_threshold)))
@@ -344,16 +370,17 @@ begin
                or b.item in (select pg_catalog.unnest(array[y.item, z.item])
                              from profiles as y
                              cross join lateral (
-                                 select z.item, z.content
+                                 select z.item, z.content, z.terms, z.marks
                                  from profiles as z
                                  where z.subject = y.subject and z.item <> y.item
                                    and (y.terms && z.terms or y.attributes && z.attributes)
                                    and (y.marked or z.marked or y.antonyms && z.antonyms or (y.digits and z.digits))
                                  order by z.embedding OPERATOR(public.<=>) y.embedding nulls last, z.item
                                  limit 16) as z
-                             where pgmem.contradiction(case when y.item < z.item then y.content else z.content end,
-                                                       case when y.item < z.item then z.content else y.content end)
-                                   is not null));
+                             where case when y.item < z.item
+                                        then pgmem._contradiction(y.content, y.terms, y.marks, z.content, z.terms, z.marks)
+                                        else pgmem._contradiction(z.content, z.terms, z.marks, y.content, y.terms, y.marks)
+                                   end is not null));
 
         -- The same decision as _remember_decide (pgmem._write_action), for the
         -- independent items: no triple key of theirs is active.
@@ -398,26 +425,24 @@ begin
         where b.action in ('reinforced', 'deduplicated')
         order by b.item;
 
-        with inserted as (
-            insert into pgmem.memories as m (tenant_id, subject, agent_id, session_id, kind, content, embedding,
-                                             importance, confidence, source, triple_subject, triple_predicate,
-                                             triple_object, valid_from, status_changed_at, last_accessed_at,
-                                             expires_at, metadata, created_at, updated_at, ann)
-            select v_tenant, b.subject, b.agent_id, b.session_id, b.kind, b.content, b.embedding, b.importance,
-                   b.confidence, b.source, b.triple_subject, b.triple_predicate, b.triple_object, b.valid_from, v_now,
-                   v_now, b.expires_at, b.metadata, v_now, v_now,
-                   s.ann  -- in the HNSW index when its subject is (pgmem._ann_subjects)
-            from pg_temp._pgmem_batch as b
-            join pgmem.subjects as s on s.tenant_id = v_tenant and s.subject = b.subject
-            where b.action in ('inserted', 'merge_pending')
-            order by b.item
-            returning m.memory_id, m.subject, m.content_hash
-        )
-        -- (subject, content_hash) is unique among these items: twins meet the batch.
+        -- Checked and inserted in one batch (pgmem._store_memories, 70_guards.sql).
         update pg_temp._pgmem_batch as b
         set memory_id = i.memory_id
-        from inserted as i
-        where b.subject = i.subject and b.content_hash = i.content_hash and b.action in ('inserted', 'merge_pending');
+        from (select w.item, pg_catalog.row_number() over (order by w.item) as n
+              from pg_temp._pgmem_batch as w where w.action in ('inserted', 'merge_pending')) as w
+        join pgmem._store_memories(
+                 v_tenant,
+                 array(select row(b.subject, b.agent_id, b.session_id, b.kind, b.content, b.embedding, b.importance,
+                                  b.confidence, b.source, b.triple_subject, b.triple_predicate, b.triple_object,
+                                  b.valid_from, null, 'active', b.expires_at, b.metadata,
+                                  s.ann  -- in the HNSW index when its subject is (pgmem._ann_subjects)
+                                 )::pgmem.memory_row
+                       from pg_temp._pgmem_batch as b
+                       join pgmem.subjects as s on s.tenant_id = v_tenant and s.subject = b.subject
+                       where b.action in ('inserted', 'merge_pending')
+                       order by b.item),
+                 v_now) as i on i.n = w.n
+        where b.item = w.item;
 
         insert into pgmem.memory_events (tenant_id, memory_id, subject, event, new_content, details, created_at)
         select v_tenant, b.memory_id, b.subject, 'insert', b.content,
@@ -432,6 +457,7 @@ begin
         -- Association links of the new facts, in item order: 32_consolidate.sql.
         perform pgmem._link_at_write(v_tenant, array(select b.memory_id from pg_temp._pgmem_batch as b
                                                      where b.action in ('inserted', 'merge_pending')
+                                                       and (b.session_id is not null or b.triple_predicate is not null)
                                                      order by b.item), v_now);
 
         insert into pgmem.inbox (tenant_id, job, subject, session_id, agent_id, payload, available_at, created_at)

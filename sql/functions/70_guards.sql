@@ -158,6 +158,154 @@ $$;
 comment on function pgmem._memories_guard() is
     'Row trigger on pgmem.memories: usable embedding norm (PM017) for every writer; for app roles, size limits (PM012, PM023), no prompt injection (PM024) and redaction of content, triple object, session, agent and metadata, as pgmem.remember applies them (internal).';
 
+-- What pgmem.remember and remember_many check of a text before anything
+-- else: the injection rules and redaction, in one call for a batch. A text
+-- that passes is vouched for until the transaction ends: its redacted form
+-- goes into pg_temp._pgmem_vouched, a temporary table of the owner's (this
+-- function is security definer), which the caller's role can neither write
+-- nor replace, so pgmem._store_memories need not check it again. Whoever
+-- calls it directly only has clean, redacted text vouched for.
+create or replace function pgmem._vouch(p_contents text[])
+returns table(item integer, rule text, content text, kinds text[])
+language plpgsql
+volatile
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+begin
+    if not pgmem._vouched_table() then
+        create temporary table _pgmem_vouched (content text not null) on commit delete rows;
+    end if;
+    return query
+    with checked as materialized (
+        select r.item, d.rule, r.content, r.kinds
+        from pgmem._redact_many(p_contents) as r
+        left join pgmem._detect_injection_many(p_contents) as d on d.item = r.item
+    ),
+    vouched as (
+        insert into pg_temp._pgmem_vouched (content)
+        select c.content from checked as c where c.rule is null and c.content is not null
+    )
+    select c.item, c.rule, c.content, c.kinds from checked as c order by c.item;
+end
+$$;
+
+comment on function pgmem._vouch(text[]) is
+    'Checks each text against the injection rules and redacts it (pgmem._detect_injection_many, pgmem._redact_many): item, the rule it breaks (NULL: clean) and its redacted form; clean redacted forms are vouched for until the transaction ends, so pgmem._store_memories does not check them again (internal).';
+
+create or replace function pgmem._vouched_table()
+returns boolean
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_owner name;
+begin
+    -- Whether this session has pg_temp._pgmem_vouched and the owner made it
+    -- (called from the owner's definer functions: current_user is the owner).
+    select c.relowner::regrole::name into v_owner
+    from pg_catalog.pg_class as c
+    where c.oid = pg_catalog.to_regclass('pg_temp._pgmem_vouched');
+    if v_owner is null then
+        return false;
+    elsif v_owner <> current_user then
+        raise exception 'pg_temp._pgmem_vouched belongs to %, not to %', v_owner, current_user
+            using errcode = '42501', hint = 'Drop that temporary table: pgmem keeps its own under this name.';
+    end if;
+    return true;
+end
+$$;
+
+comment on function pgmem._vouched_table() is
+    'True when this session holds pg_temp._pgmem_vouched made by the current user (the owner, inside pgmem._vouch and _store_memories); 42501 when another role made a table of that name (internal).';
+
+-- The guard's checks for a whole batch at once, for pgmem.remember and
+-- remember_many. Row by row (the trigger), the checks' regular expressions
+-- and those of the text columns (00_text.sql, 13_conflict.sql) outnumber
+-- the 32 a backend keeps compiled, so every row compiled them all again:
+-- 2-9 ms a row on real conversation text. Here each expression runs over
+-- the whole batch before the next (~0.4 ms a row), and text that
+-- pgmem._vouch checked in this transaction is not checked again. security definer: the
+-- rows are inserted with the owner's rights, which the trigger does not
+-- check again; whoever calls it gets the same checks, for a tenant its
+-- session may act for (pgmem._require_session_for), as a direct INSERT.
+create or replace function pgmem._store_memories(p_tenant text, p_rows pgmem.memory_row[], p_now timestamptz)
+returns table(n integer, memory_id bigint)
+language plpgsql
+volatile
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    v_max_bytes integer := (pgmem._byte_limits(p_tenant)).max_content_bytes;
+    v_bad record;
+    v_vouched text[] := '{}';
+    v_unchecked text[];
+begin
+    perform pgmem._require_session_for(p_tenant);
+    if pgmem._vouched_table() then
+        -- Dynamic: the table exists only once pgmem._vouch made it.
+        execute 'select pg_catalog.array_agg(v.content) from pg_temp._pgmem_vouched as v' into v_vouched;
+    end if;
+    -- What pgmem._vouch checked in this transaction is not checked again.
+    v_unchecked := array(select case when r.content = any (v_vouched) then null else r.content end
+                         from pg_catalog.unnest(p_rows) with ordinality as r order by r.ordinality);
+    -- The trigger's checks, in its order: size, injection, redaction.
+    select r.ordinality as n, pg_catalog.octet_length(r.content) as bytes into v_bad
+    from pg_catalog.unnest(p_rows) with ordinality as r
+    where pg_catalog.octet_length(r.content) > v_max_bytes
+    order by r.ordinality limit 1;
+    if found then
+        raise exception 'content is % bytes; this tenant stores at most %', v_bad.bytes, v_max_bytes
+            using errcode = 'PM012', hint = 'Split the text into facts, or raise settings.max_content_bytes.';
+    end if;
+    select d.rule into v_bad
+    from pgmem._detect_injection_many(v_unchecked) as d
+    order by d.item limit 1;
+    if found then
+        raise exception 'content looks like a prompt injection (%): not stored', v_bad.rule
+            using errcode = 'PM024', hint = 'Write memories through pgmem.remember, which records a rejection instead.';
+    end if;
+    perform pgmem._check_field_length('session_id', r.session_id, 256),
+            pgmem._check_field_length('agent_id', r.agent_id, 256),
+            pgmem._check_field_length('triple_subject', r.triple_subject, 1024),
+            pgmem._check_field_length('triple_predicate', r.triple_predicate, 1024),
+            pgmem._check_field_length('triple_object', r.triple_object, 1024),
+            pgmem._check_field_length('metadata', r.metadata::text, 16384)
+    from pg_catalog.unnest(p_rows) as r;
+
+    return query
+    with inserted as (
+        insert into pgmem.memories as m (tenant_id, subject, agent_id, session_id, kind, content, embedding,
+                                         importance, confidence, source, triple_subject, triple_predicate,
+                                         triple_object, valid_from, valid_to, status, status_changed_at,
+                                         last_accessed_at, expires_at, metadata, created_at, updated_at, ann)
+        select p_tenant, r.subject, a.content, s.content, r.kind, coalesce(c.content, r.content), r.embedding,
+               r.importance, r.confidence, r.source, r.triple_subject, r.triple_predicate,
+               o.content, r.valid_from, r.valid_to, coalesce(r.status, 'active'), p_now,
+               p_now, r.expires_at, pgmem._redact_jsonb(coalesce(r.metadata, '{}')), p_now, p_now,
+               coalesce(r.ann, false)
+        from pg_catalog.unnest(p_rows) with ordinality as r
+        join pgmem._redact_many(v_unchecked) as c on c.item = r.ordinality
+        join pgmem._redact_many(array(select x.session_id from pg_catalog.unnest(p_rows) as x)) as s on s.item = r.ordinality
+        join pgmem._redact_many(array(select x.agent_id from pg_catalog.unnest(p_rows) as x)) as a on a.item = r.ordinality
+        join pgmem._redact_many(array(select x.triple_object from pg_catalog.unnest(p_rows) as x)) as o
+          on o.item = r.ordinality
+        order by r.ordinality
+        returning m.memory_id
+    )
+    -- Identities are drawn in insert order: the k-th smallest is row k.
+    select (pg_catalog.row_number() over (order by i.memory_id))::integer, i.memory_id from inserted as i;
+end
+$$;
+
+comment on function pgmem._store_memories(text, pgmem.memory_row[], timestamptz) is
+    'Inserts new memories of p_tenant for pgmem.remember and remember_many with the checks of the memories_guard trigger applied to the whole batch at once (size PM012, prompt injection PM024, field lengths PM023, redaction); returns each row''s position in p_rows and its memory_id (internal).';
+
 create or replace function pgmem._memory_events_guard()
 returns trigger
 language plpgsql
