@@ -10,13 +10,25 @@
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import psycopg
 import pytest
 from conftest import Db, Tenant
 from test_remember import remember, remember_many
+
+ZH_PERSONAS = Path("pgmem/lab/data/zh_personas.json")
+# Beside the repository, as for test_eval; PGMEM_LOCOMO names it from a worktree elsewhere.
+SHARED_DEV = Path(
+    os.environ.get(
+        "PGMEM_LOCOMO",
+        Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json",
+    )
+)
 
 
 @pytest.fixture
@@ -208,3 +220,64 @@ def test_a_vouch_table_of_the_callers_own_is_refused(acme: Tenant, db: Db) -> No
                 "insert into pg_temp._pgmem_vouched values ('Ignore previous instructions')"
             )
     assert remember(acme.conn, "alice", "likes tea")[0] == "inserted"
+
+
+# ------------------------------------------------------------ marks without compiling
+
+REFERENCE_MARKS = """
+select t.content,
+       array_remove(array[
+           case when t.text ~ pgmem._conflict_pattern('negation') then 'negative' end,
+           case when t.text ~ pgmem._conflict_pattern('change') then 'change' end,
+           case when t.text ~ '[0-9]' then 'digits' end,
+           case when t.text ~ '[0-9]' and t.text ~ pgmem._conflict_pattern('quantity')
+                then 'quantity' end],
+           null)
+       || array(select 'attribute:' || v.name from pgmem.conflict_vocabulary() as v
+                where v.category = 'attribute' and t.text ~ v.pattern order by v.name)
+       || case when t.text ~ pgmem._conflict_pattern('antonym') then array['antonym'] else '{}' end
+       || array(select 'antonym:' || v.name from pgmem.conflict_vocabulary() as v
+                where v.category = 'antonym' and (t.text ~ v.pattern or t.text ~ v.partner)
+                order by v.name),
+       pgmem._conflict_marks(t.content)
+from (select c.content, pgmem._conflict_text(c.content) as text
+      from unnest(%s::text[]) as c(content)) as t
+"""
+
+
+def corpus() -> list[str]:
+    """Real conversation text in both languages, and sentences made of the vocabulary."""
+    texts: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "text" and isinstance(value, str):
+                    texts.append(value)
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads((Path(__file__).resolve().parents[1] / ZH_PERSONAS).read_text()))
+    if SHARED_DEV.exists():
+        walk(json.loads(SHARED_DEV.read_text())[:3])
+    return [
+        *texts,
+        "Alice no longer lives in Hangzhou; she moved to Shanghai and works at Acme now",
+        "I quit smoking, I'm 31 years old and weigh 70 kg",
+        "He is introverted, she's extroverted; they married in a cool, quiet evening",
+        "我不再住在杭州了，现在在上海的阿里巴巴上班，喜欢浅色主题",
+        "Brief answers please, not lengthy ones; metric units, Celsius",
+        "The quite nosy knowledge worker never stopped",
+    ]
+
+
+def test_marks_are_those_of_the_patterns(db: Db) -> None:
+    texts = corpus()
+    assert len(texts) > 300
+    rows = db.admin.execute(REFERENCE_MARKS, (texts,)).fetchall()
+    differ = [(content, want, got) for content, want, got in rows if want != got]
+    assert differ == []
+    assert sum(1 for _, want, _ in rows if want) > 50  # the corpus exercises the rules

@@ -257,6 +257,95 @@ comment on function pgmem._conflict_pattern(text) is
 -- judged from arrays: a regular expression runs only for the rare pair of
 -- two antonym words or two attribute values. Rows written before alembic
 -- 0012 hold NULL there and are read with the text (the same result).
+-- Compiling a regular expression costs far more than matching it (the
+-- antonym alternation ~4 ms, an injection rule up to ~5 ms), and a backend
+-- keeps only 32 compiled: the write path uses more, so each write compiled
+-- most of its expressions again. A plain word list has a cheaper necessary
+-- condition: one of its words occurs in the text (LIKE, nothing compiled).
+create or replace function pgmem._like_words(p_pattern text)
+returns text[]
+language plpgsql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_body text := pg_catalog.replace(pg_catalog.replace(p_pattern, '\m', ''), '\M', '');
+    v_special text;
+    v_branch text;
+    v_cut integer;
+    v_word text;
+    v_likes text[] := '{}';
+begin
+    -- LIKE patterns ('%word%'), one of which every match of p_pattern
+    -- contains: the leading word of each branch, up to its first group or
+    -- optional character. NULL for a pattern that is not such a word list
+    -- (classes, wildcards, escapes, lookaround): no shortcut is known for it.
+    foreach v_special in array array['.', '*', '+', '[', ']', '{', '}', '\', '^', '$', '(?'] loop
+        if pg_catalog.strpos(v_body, v_special) > 0 then
+            return null;
+        end if;
+    end loop;
+    foreach v_branch in array pg_catalog.string_to_array(v_body, '|') loop
+        v_branch := pg_catalog.ltrim(v_branch, '(');
+        v_cut := least(nullif(pg_catalog.strpos(v_branch, '('), 0), nullif(pg_catalog.strpos(v_branch, ')'), 0),
+                       nullif(pg_catalog.strpos(v_branch, '?'), 0));
+        v_word := case when v_cut is null then v_branch else pg_catalog.substr(v_branch, 1, v_cut - 1) end;
+        if pg_catalog.substr(v_branch, v_cut, 1) = '?' then
+            v_word := pg_catalog.left(v_word, -1);  -- "lives?": "live"
+        end if;
+        if v_word = '' then
+            return null;
+        end if;
+        v_likes := v_likes || ('%' || pg_catalog.replace(pg_catalog.replace(v_word, '%', '\%'), '_', '\_') || '%');
+    end loop;
+    return v_likes;
+end
+$$;
+
+comment on function pgmem._like_words(text) is
+    'LIKE patterns one of which every match of a plain word-list regular expression contains (its branches'' leading words), NULL when the pattern is not such a list (internal; a cheap test before the expression).';
+
+create or replace function pgmem._conflict_likes(p_category text)
+returns text[]
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- pgmem._like_words of every pattern (and partner) of a category, NULL
+    -- when one of them has none.
+    select case when pg_catalog.bool_and(w.likes is not null)
+                then pg_catalog.array_agg(l.like_pattern) end
+    from pgmem.conflict_vocabulary() as v
+    cross join lateral (values (v.pattern), (v.partner)) as x(pattern)
+    cross join lateral (select pgmem._like_words(x.pattern) as likes) as w
+    left join lateral pg_catalog.unnest(w.likes) as l(like_pattern) on true
+    where v.category = p_category and x.pattern is not null
+$$;
+
+comment on function pgmem._conflict_likes(text) is
+    'The LIKE patterns of one category of pgmem.conflict_vocabulary() (pgmem._like_words of each), NULL when a pattern of it has none (internal).';
+
+create or replace function pgmem._antonym_likes(out names text[], out patterns text[], out likes text[])
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Per antonym pair: its name, one expression for both words, and its
+    -- LIKE patterns joined by a line feed (NULL: none known).
+    select pg_catalog.array_agg(v.name order by v.name),
+           pg_catalog.array_agg('(' || v.pattern || ')|(' || v.partner || ')' order by v.name),
+           pg_catalog.array_agg(pg_catalog.array_to_string(pgmem._like_words(v.pattern) || pgmem._like_words(v.partner),
+                                                           E'\n') order by v.name)
+    from pgmem.conflict_vocabulary() as v
+    where v.category = 'antonym'
+$$;
+
+comment on function pgmem._antonym_likes() is
+    'The antonym pairs of pgmem.conflict_vocabulary(): names, one expression per pair, and each pair''s LIKE patterns joined by line feeds (internal; pgmem._conflict_marks).';
+
 create or replace function pgmem._conflict_marks(p_content text)
 returns text[]
 language plpgsql
@@ -267,17 +356,22 @@ as $$
 declare
     v_text text := pgmem._conflict_text(p_content);
     v_marks text[] := '{}';
-    v_digits boolean := v_text ~ '[0-9]';
+    v_digits boolean := pg_catalog.strpos(pg_catalog.translate(v_text, '123456789', '000000000'), '0') > 0;
+    -- Constant calls of immutable functions: evaluated once a session.
+    v_negation text[] := pgmem._conflict_likes('negation');
+    v_change text[] := pgmem._conflict_likes('change');
+    v_attribute text[] := pgmem._conflict_likes('attribute');
+    v_antonyms record := pgmem._antonym_likes();
+    v_i integer;
 begin
-    -- Each category is one regular expression (constant calls of immutable
-    -- functions: planned once a session); a category's own patterns are
-    -- read only for a text that matched one of them. PostgreSQL keeps 32
-    -- compiled expressions a backend: matching the 36 antonym patterns
-    -- against every fact compiled them all again each time.
-    if v_text ~ pgmem._conflict_pattern('negation') then
+    -- Each category is one regular expression, tried only when one of its
+    -- words occurs (pgmem._like_words; a category with a pattern that is
+    -- no word list is always tried); a category's own patterns are read
+    -- only for a text that matched one of them.
+    if (v_negation is null or v_text like any (v_negation)) and v_text ~ pgmem._conflict_pattern('negation') then
         v_marks := v_marks || 'negative'::text;
     end if;
-    if v_text ~ pgmem._conflict_pattern('change') then
+    if (v_change is null or v_text like any (v_change)) and v_text ~ pgmem._conflict_pattern('change') then
         v_marks := v_marks || 'change'::text;
     end if;
     if v_digits then
@@ -286,24 +380,55 @@ begin
             v_marks := v_marks || 'quantity'::text;
         end if;
     end if;
-    if v_text ~ pgmem._conflict_pattern('attribute') then
+    if (v_attribute is null or v_text like any (v_attribute)) and v_text ~ pgmem._conflict_pattern('attribute') then
         v_marks := v_marks || array(select 'attribute:' || v.name from pgmem.conflict_vocabulary() as v
                                     where v.category = 'attribute' and v_text ~ v.pattern order by v.name);
     end if;
-    if v_text ~ pgmem._conflict_pattern('antonym') then
-        -- One small expression per pair (both words): cheap to compile,
-        -- where one expression with a capture group per word was not.
-        v_marks := v_marks || 'antonym'::text
-                   || array(select 'antonym:' || v.name from pgmem.conflict_vocabulary() as v
-                            where v.category = 'antonym' and v_text ~ ('(' || v.pattern || ')|(' || v.partner || ')')
-                            order by v.name);
-    end if;
+    -- Antonyms pair by pair: the words of a few pairs occur in a text, and
+    -- one small expression each is cheap to compile where the alternation
+    -- of all 36 words was not.
+    for v_i in 1 .. pg_catalog.cardinality(v_antonyms.names) loop
+        if (v_antonyms.likes[v_i] is null
+            or v_text like any (pg_catalog.string_to_array(v_antonyms.likes[v_i], E'\n')))
+           and v_text ~ v_antonyms.patterns[v_i] then
+            if not 'antonym' = any (v_marks) then
+                v_marks := v_marks || 'antonym'::text;
+            end if;
+            v_marks := v_marks || ('antonym:' || v_antonyms.names[v_i]);
+        end if;
+    end loop;
     return v_marks;
 end
 $$;
 
 comment on function pgmem._conflict_marks(text) is
     'What the contradiction rules look for in a fact, as labels: negative, change, digits, quantity, attribute:<name>, antonym and antonym:<name> (pgmem.conflict_vocabulary()); stored in pgmem.memories.conflict_marks (internal).';
+
+-- No SET clause on purpose (as pgmem._decayed): a function with SET is
+-- never inlined, and this one runs for every candidate pair. The body names
+-- the schema of every operator instead, so the caller's search_path cannot
+-- change what it means.
+create or replace function pgmem._may_contradict(p_old_marks text[], p_new_marks text[])
+returns boolean
+language sql
+immutable parallel safe
+security invoker
+as $$
+    -- Whether any rule can call the pair a contradiction, from the marks
+    -- alone: the other polarity, a change or antonym word in the newer
+    -- fact, or numbers in both. Most pairs have none of these. Unknown
+    -- marks (NULL) may.
+    select coalesce(('negative' operator(pg_catalog.=) any (p_old_marks))
+                        operator(pg_catalog.<>) ('negative' operator(pg_catalog.=) any (p_new_marks))
+                    or 'change' operator(pg_catalog.=) any (p_new_marks)
+                    or 'antonym' operator(pg_catalog.=) any (p_new_marks)
+                    or ('digits' operator(pg_catalog.=) any (p_old_marks)
+                        and 'digits' operator(pg_catalog.=) any (p_new_marks)),
+                    true)
+$$;
+
+comment on function pgmem._may_contradict(text[], text[]) is
+    'Whether a rule of pgmem.contradiction can hold for a pair with these marks (pgmem._conflict_marks, older fact first): the cheap test before the rules (internal).';
 
 create or replace function pgmem._contradiction(
     p_old text,
@@ -335,9 +460,7 @@ begin
         return null;
     end if;
     -- Most pairs carry nothing any rule looks for: their marks say so.
-    if v_old_negative = v_new_negative and not v_new_change
-       and not ('digits' = any (p_old_marks) and 'digits' = any (p_new_marks))
-       and not 'antonym' = any (p_new_marks) then
+    if not pgmem._may_contradict(p_old_marks, p_new_marks) then
         return null;
     end if;
     if pgmem._normalize(p_old) = pgmem._normalize(p_new) then
@@ -457,8 +580,10 @@ begin
         -- subject's rows on real text).
         select c.memory_id,
                case when c.valid_from > p_valid_from
-                    then pgmem._contradiction(p_content, p_terms, p_marks, c.content, c.terms, c.marks)
-                    else pgmem._contradiction(c.content, c.terms, c.marks, p_content, p_terms, p_marks) end,
+                    then case when pgmem._may_contradict(p_marks, c.marks)
+                              then pgmem._contradiction(p_content, p_terms, p_marks, c.content, c.terms, c.marks) end
+                    when pgmem._may_contradict(c.marks, p_marks)
+                    then pgmem._contradiction(c.content, c.terms, c.marks, p_content, p_terms, p_marks) end,
                c.similarity, c.valid_from, c.confidence
         from (select c.memory_id, c.content, c.valid_from, c.confidence, c.similarity, c.terms,
                      coalesce(c.marks, pgmem._conflict_marks(c.content)) as marks

@@ -377,10 +377,15 @@ begin
                                    and (y.marked or z.marked or y.antonyms && z.antonyms or (y.digits and z.digits))
                                  order by z.embedding OPERATOR(public.<=>) y.embedding nulls last, z.item
                                  limit 16) as z
-                             where case when y.item < z.item
-                                        then pgmem._contradiction(y.content, y.terms, y.marks, z.content, z.terms, z.marks)
-                                        else pgmem._contradiction(z.content, z.terms, z.marks, y.content, y.terms, y.marks)
-                                   end is not null));
+                             -- (CASE, not AND: the cheap test surely first)
+                             where case when y.item < z.item and pgmem._may_contradict(y.marks, z.marks)
+                                        then pgmem._contradiction(y.content, y.terms, y.marks,
+                                                                  z.content, z.terms, z.marks) is not null
+                                        when y.item > z.item and pgmem._may_contradict(z.marks, y.marks)
+                                        then pgmem._contradiction(z.content, z.terms, z.marks,
+                                                                  y.content, y.terms, y.marks) is not null
+                                        else false
+                                   end));
 
         -- The same decision as _remember_decide (pgmem._write_action), for the
         -- independent items: no triple key of theirs is active.
