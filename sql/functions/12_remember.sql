@@ -479,10 +479,7 @@ begin
     action := coalesce(action, 'inserted');
     memory_id := v_new_id;
     -- Association links (same_session, same_entity) of the new fact: 32_consolidate.sql.
-    -- Nothing to link without a session or a triple.
-    if p_session_id is not null or p_triple_predicate is not null then
-        perform pgmem._link_at_write(p_tenant, array[v_new_id], p_now);
-    end if;
+    perform pgmem._link_at_write(p_tenant, array[v_new_id], p_now);
 
     insert into pgmem.memory_events (tenant_id, memory_id, subject, event, new_content, details, created_at)
     values (p_tenant, v_new_id, p_subject, 'insert', p_content,

@@ -30,8 +30,6 @@ declare
     v_rejected integer[];
     v_rules text[];
     v_contents text[];
-    v_checked text[];
-    v_checked_kinds text[];
     v_redacted text[];
     v_objects text[];
     v_item record;
@@ -160,29 +158,23 @@ begin
                                        from pg_catalog.jsonb_array_elements(p_items) as e(v)),
                                  v_now);
 
-    -- Checked and redacted once (pgmem._vouch, 70_guards.sql).
-    select pg_catalog.array_agg(v.item order by v.item) filter (where v.rule is not null),
-           pg_catalog.array_agg(v.rule order by v.item) filter (where v.rule is not null),
-           pg_catalog.array_agg(v.content order by v.item),
-           pg_catalog.array_agg(pg_catalog.array_to_string(v.kinds, ',') order by v.item)
-    into v_rejected, v_rules, v_checked, v_checked_kinds
-    from pgmem._vouch(v_contents) as v;
-    v_rejected := coalesce(v_rejected, '{}');
-    select pg_catalog.array_agg(r.content order by r.item),
+    -- Checked and redacted once (pgmem._vouch, 70_guards.sql), the triple
+    -- objects with them.
+    select pg_catalog.array_agg(r.item order by r.item) filter (where r.rule is not null),
+           pg_catalog.array_agg(r.rule order by r.item) filter (where r.rule is not null),
+           pg_catalog.array_agg(r.content order by r.item),
            pg_catalog.array_agg(pg_catalog.array_to_string(r.kinds || array(
                select k from pg_catalog.unnest(o.kinds) as k where not k = any (r.kinds)), ',') order by r.item),
            pg_catalog.array_agg(o.object order by r.item)
-    into v_contents, v_redacted, v_objects
-    from (select c.item::integer as item, c.content,
-                 coalesce(pg_catalog.string_to_array(nullif(c.kinds, ''), ','), '{}') as kinds
-          from rows from (pg_catalog.unnest(v_checked), pg_catalog.unnest(v_checked_kinds))
-               with ordinality as c(content, kinds, item)) as r
+    into v_rejected, v_rules, v_contents, v_redacted, v_objects
+    from pgmem._vouch(v_contents) as r
     join pgmem._redact_objects(
              array(select e.v ->> 'triple_predicate'
                    from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i) order by e.i),
              array(select e.v ->> 'triple_object'
                    from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i) order by e.i)) as o
       on o.item = r.item;
+    v_rejected := coalesce(v_rejected, '{}');
 
     -- The batch as rows. Items that meet nothing else of the batch (no
     -- twin, nothing within merge_threshold, no triple key in play) are
@@ -462,7 +454,6 @@ begin
         -- Association links of the new facts, in item order: 32_consolidate.sql.
         perform pgmem._link_at_write(v_tenant, array(select b.memory_id from pg_temp._pgmem_batch as b
                                                      where b.action in ('inserted', 'merge_pending')
-                                                       and (b.session_id is not null or b.triple_predicate is not null)
                                                      order by b.item), v_now);
 
         insert into pgmem.inbox (tenant_id, job, subject, session_id, agent_id, payload, available_at, created_at)

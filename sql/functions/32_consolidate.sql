@@ -79,6 +79,8 @@ as $$
 declare
     v_max integer;
     v_id bigint;
+    v_fact record;
+    v_entities text[];
     v_used bigint;
     v_added integer;
     v_total integer := 0;
@@ -92,10 +94,19 @@ begin
     -- One statement per new fact, in the order written: a fact of a batch
     -- sees the rows of the batch before it like any other row.
     foreach v_id in array p_memory_ids loop
-        -- Nothing to link without a session or a triple (most direct writes).
-        continue when not exists (select from pgmem.memories as x
-                                  where x.tenant_id = p_tenant and x.memory_id = v_id and x.status = 'active'
-                                    and (x.session_id is not null or x.triple_predicate is not null));
+        -- The new fact, read once by its key (no status in the condition: a
+        -- plan made on a table without statistics then has one index to use).
+        select x.subject, x.status, x.session_id, x.embedding, x.triple_predicate,
+               case when x.triple_predicate is not null
+                    then pgmem._entities(x.triple_subject, x.triple_predicate, x.triple_object) end as entities
+        into v_fact
+        from pgmem.memories as x
+        where x.tenant_id = p_tenant and x.memory_id = v_id;
+        -- Nothing to link for a fact no longer active, or without a session
+        -- or a triple (most direct writes).
+        continue when v_fact.status is distinct from 'active'
+                      or (v_fact.session_id is null and v_fact.triple_predicate is null);
+        v_entities := v_fact.entities;
         -- The new fact's own room: a batch's earlier facts may have linked to it.
         v_used := (select pg_catalog.count(*) from pgmem.memory_links as l
                    where l.tenant_id = p_tenant and l.from_id = v_id
@@ -112,38 +123,35 @@ begin
             from (
                 -- The possible candidates first (a fence: the link counts
                 -- below are read for these rows only, not for the subject).
-                select x.memory_id as x_id, x.session_id as x_session, x.embedding as x_embedding,
-                       x.triple_subject as x_ts, x.triple_predicate as x_tp, x.triple_object as x_to,
-                       m.memory_id, m.session_id, m.embedding, m.triple_subject, m.triple_predicate,
+                select m.memory_id, m.session_id, m.embedding, m.triple_subject, m.triple_predicate,
                        m.triple_object
-                from pgmem.memories as x
-                join pgmem.memories as m
-                  on m.tenant_id = p_tenant and m.subject = x.subject and m.status = 'active'
-                 and m.memory_id <> x.memory_id
-                 and ((x.session_id is not null and m.session_id = x.session_id)
-                      or (x.triple_predicate is not null and m.triple_predicate is not null))
-                where x.tenant_id = p_tenant and x.memory_id = v_id and x.status = 'active'
+                from pgmem.memories as m
+                where m.tenant_id = p_tenant and m.subject = v_fact.subject and m.status = 'active'
+                  and m.memory_id <> v_id
+                  and ((v_fact.session_id is not null and m.session_id = v_fact.session_id)
+                       or (v_fact.triple_predicate is not null and m.triple_predicate is not null))
                 offset 0
             ) as m
             cross join lateral (
-                select case when m.x_tp is not null and m.triple_predicate is not null
-                                 and pgmem._entities(m.x_ts, m.x_tp, m.x_to)
+                select case when v_fact.triple_predicate is not null and m.triple_predicate is not null
+                                 and v_entities
                                      operator(pg_catalog.&&)
                                      pgmem._entities(m.triple_subject, m.triple_predicate, m.triple_object)
                             then 'same_entity'
-                            when m.x_session is not null and m.session_id = m.x_session then 'same_session'
+                            when v_fact.session_id is not null and m.session_id = v_fact.session_id
+                            then 'same_session'
                        end as link_type,
                        -- NaN (a degenerate stored vector) is no similarity.
-                       case when (m.x_embedding operator(public.<=>) m.embedding) <> 'NaN'::double precision
-                            then greatest(0, 1 - (m.x_embedding operator(public.<=>) m.embedding)) end as sim
+                       case when (v_fact.embedding operator(public.<=>) m.embedding) <> 'NaN'::double precision
+                            then greatest(0, 1 - (v_fact.embedding operator(public.<=>) m.embedding)) end as sim
             ) as f
             where f.link_type is not null
               -- Equalities on the keys of memory_links' two indexes (no OR), so
               -- that even a plan made while the table was small uses them.
               and not exists (select from pgmem.memory_links as l
-                              where l.tenant_id = p_tenant and l.from_id = m.x_id and l.to_id = m.memory_id)
+                              where l.tenant_id = p_tenant and l.from_id = v_id and l.to_id = m.memory_id)
               and not exists (select from pgmem.memory_links as l
-                              where l.tenant_id = p_tenant and l.from_id = m.memory_id and l.to_id = m.x_id)
+                              where l.tenant_id = p_tenant and l.from_id = m.memory_id and l.to_id = v_id)
               and (select pg_catalog.count(*) from pgmem.memory_links as l
                    where l.tenant_id = p_tenant and l.from_id = m.memory_id
                      and l.link_type in ('same_session', 'same_entity'))

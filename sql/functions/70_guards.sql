@@ -98,6 +98,57 @@ $$;
 comment on function pgmem._check_field_length(text, text, integer) is
     'Raises PM023 when a field is longer than its limit (internal).';
 
+-- The checks of a memory's text and fields, once: the memories_guard
+-- trigger asks them row by row, pgmem._store_memories for a batch.
+create or replace function pgmem._check_memory_content(p_bytes integer, p_max_bytes integer, p_rule text)
+returns void
+language plpgsql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_bytes > p_max_bytes then
+        raise exception 'content is % bytes; this tenant stores at most %', p_bytes, p_max_bytes
+            using errcode = 'PM012', hint = 'Split the text into facts, or raise settings.max_content_bytes.';
+    end if;
+    if p_rule is not null then
+        raise exception 'content looks like a prompt injection (%): not stored', p_rule
+            using errcode = 'PM024', hint = 'Write memories through pgmem.remember, which records a rejection instead.';
+    end if;
+end
+$$;
+
+comment on function pgmem._check_memory_content(integer, integer, text) is
+    'Refuses a memory''s content of p_bytes over the tenant''s p_max_bytes (PM012) or matching the injection rule p_rule (PM024) (internal; the guard trigger and pgmem._store_memories).';
+
+create or replace function pgmem._check_memory_fields(
+    p_session_id text,
+    p_agent_id text,
+    p_triple_subject text,
+    p_triple_predicate text,
+    p_triple_object text,
+    p_metadata jsonb
+)
+returns void
+language plpgsql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    perform pgmem._check_field_length('session_id', p_session_id, 256),
+            pgmem._check_field_length('agent_id', p_agent_id, 256),
+            pgmem._check_field_length('triple_subject', p_triple_subject, 1024),
+            pgmem._check_field_length('triple_predicate', p_triple_predicate, 1024),
+            pgmem._check_field_length('triple_object', p_triple_object, 1024),
+            pgmem._check_field_length('metadata', p_metadata::text, 16384);
+end
+$$;
+
+comment on function pgmem._check_memory_fields(text, text, text, text, text, jsonb) is
+    'Refuses a memory''s session, agent, triple or metadata over its length limit (PM023) (internal; the guard trigger and pgmem._store_memories).';
+
 create or replace function pgmem._memories_guard()
 returns trigger
 language plpgsql
@@ -107,7 +158,6 @@ as $$
 declare
     v_norm double precision;
     v_max_bytes integer;
-    v_rule text;
 begin
     -- vector's = lives in schema public, off the pinned search_path: call it.
     if new.embedding is not null
@@ -126,26 +176,18 @@ begin
     end if;
     if tg_op = 'INSERT' or new.content is distinct from old.content then
         v_max_bytes := (pgmem._byte_limits(new.tenant_id)).max_content_bytes;
-        if pg_catalog.octet_length(new.content) > v_max_bytes then
-            raise exception 'content is % bytes; this tenant stores at most %', pg_catalog.octet_length(new.content), v_max_bytes
-                using errcode = 'PM012', hint = 'Split the text into facts, or raise settings.max_content_bytes.';
-        end if;
-        v_rule := pgmem.detect_injection(new.content);
-        if v_rule is not null then
-            raise exception 'content looks like a prompt injection (%): not stored', v_rule
-                using errcode = 'PM024', hint = 'Write memories through pgmem.remember, which records a rejection instead.';
-        end if;
+        -- Size first: a text over the limit is not read by the injection rules.
+        perform pgmem._check_memory_content(
+                    pg_catalog.octet_length(new.content), v_max_bytes,
+                    case when pg_catalog.octet_length(new.content) <= v_max_bytes
+                         then pgmem.detect_injection(new.content) end);
         new.content := pgmem.redact(new.content);
     end if;
     if tg_op = 'INSERT' or (new.session_id, new.agent_id, new.triple_subject, new.triple_predicate, new.triple_object, new.metadata)
                            is distinct from (old.session_id, old.agent_id, old.triple_subject, old.triple_predicate,
                                              old.triple_object, old.metadata) then
-        perform pgmem._check_field_length('session_id', new.session_id, 256),
-                pgmem._check_field_length('agent_id', new.agent_id, 256),
-                pgmem._check_field_length('triple_subject', new.triple_subject, 1024),
-                pgmem._check_field_length('triple_predicate', new.triple_predicate, 1024),
-                pgmem._check_field_length('triple_object', new.triple_object, 1024),
-                pgmem._check_field_length('metadata', new.metadata::text, 16384);
+        perform pgmem._check_memory_fields(new.session_id, new.agent_id, new.triple_subject, new.triple_predicate,
+                                           new.triple_object, new.metadata);
         new.session_id := pgmem.redact(new.session_id);
         new.agent_id := pgmem.redact(new.agent_id);
         new.triple_object := pgmem.redact(new.triple_object);
@@ -253,7 +295,7 @@ as $$
 #variable_conflict use_column
 declare
     v_max_bytes integer := (pgmem._byte_limits(p_tenant)).max_content_bytes;
-    v_bad record;
+    v_oversized integer;
     v_vouched text[] := '{}';
     v_unchecked text[];
 begin
@@ -262,31 +304,23 @@ begin
         -- Dynamic: the table exists only once pgmem._vouch made it.
         execute 'select pg_catalog.array_agg(v.content) from pg_temp._pgmem_vouched as v' into v_vouched;
     end if;
-    -- What pgmem._vouch checked in this transaction is not checked again.
-    v_unchecked := array(select case when r.content = any (v_vouched) then null else r.content end
+    -- What pgmem._vouch checked in this transaction is not checked again
+    -- (IN a subquery: hashed, not a scan of the array per row).
+    v_unchecked := array(select case when r.content in (select v.content from pg_catalog.unnest(v_vouched) as v(content))
+                                     then null else r.content end
                          from pg_catalog.unnest(p_rows) with ordinality as r order by r.ordinality);
-    -- The trigger's checks, in its order: size, injection, redaction.
-    select r.ordinality as n, pg_catalog.octet_length(r.content) as bytes into v_bad
-    from pg_catalog.unnest(p_rows) with ordinality as r
-    where pg_catalog.octet_length(r.content) > v_max_bytes
-    order by r.ordinality limit 1;
-    if found then
-        raise exception 'content is % bytes; this tenant stores at most %', v_bad.bytes, v_max_bytes
-            using errcode = 'PM012', hint = 'Split the text into facts, or raise settings.max_content_bytes.';
-    end if;
-    select d.rule into v_bad
-    from pgmem._detect_injection_many(v_unchecked) as d
-    order by d.item limit 1;
-    if found then
-        raise exception 'content looks like a prompt injection (%): not stored', v_bad.rule
-            using errcode = 'PM024', hint = 'Write memories through pgmem.remember, which records a rejection instead.';
-    end if;
-    perform pgmem._check_field_length('session_id', r.session_id, 256),
-            pgmem._check_field_length('agent_id', r.agent_id, 256),
-            pgmem._check_field_length('triple_subject', r.triple_subject, 1024),
-            pgmem._check_field_length('triple_predicate', r.triple_predicate, 1024),
-            pgmem._check_field_length('triple_object', r.triple_object, 1024),
-            pgmem._check_field_length('metadata', r.metadata::text, 16384)
+    -- The trigger's checks, in its order: size (the first row over the
+    -- limit; then no text is read by the injection rules), injection,
+    -- fields; redaction below.
+    v_oversized := (select pg_catalog.octet_length(r.content) from pg_catalog.unnest(p_rows) with ordinality as r
+                    where pg_catalog.octet_length(r.content) > v_max_bytes order by r.ordinality limit 1);
+    perform pgmem._check_memory_content(
+                v_oversized, v_max_bytes,
+                case when v_oversized is null
+                     then (select d.rule from pgmem._detect_injection_many(v_unchecked) as d
+                           order by d.item limit 1) end);
+    perform pgmem._check_memory_fields(r.session_id, r.agent_id, r.triple_subject, r.triple_predicate,
+                                       r.triple_object, r.metadata)
     from pg_catalog.unnest(p_rows) as r;
 
     return query
