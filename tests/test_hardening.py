@@ -235,6 +235,21 @@ def test_direct_table_writes_get_the_write_path_checks(new_tenant: Callable[[], 
         " where event = 'update' and memory_id = %s",
         (memory_id,),
     ).fetchone() == (True, "card [REDACTED:bank_card]")
+    # The memory's own stored text is taken as it is (redacted when stored);
+    # anything else beside it is redacted.
+    stored = t.conn.execute(
+        "select content from pgmem.memories where memory_id = %s", (memory_id,)
+    ).fetchone()[0]
+    t.conn.execute(
+        "insert into pgmem.memory_events (memory_id, subject, event, old_content, new_content)"
+        " values (%s, 'alice', 'update', %s, 'card 4111 1111 1111 1111')",
+        (memory_id, stored),
+    )
+    assert t.conn.execute(
+        "select old_content, new_content from pgmem.memory_events"
+        " where event = 'update' and memory_id = %s order by event_id desc limit 1",
+        (memory_id,),
+    ).fetchone() == (stored, "card [REDACTED:bank_card]")
 
 
 @pytest.mark.parametrize(

@@ -93,18 +93,24 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    -- Set whatever the statement gave: the two columns follow the content only.
+    -- Set whatever the statement gave: the columns follow the content only.
     new.content_hash := pgmem._content_hash(new.content);
     new.fts := pgmem._tsv(new.content);
-    -- What the contradiction rules read of it (13_conflict.sql), once.
-    new.conflict_terms := pgmem._conflict_terms(new.content);
-    new.conflict_marks := pgmem._conflict_marks(new.content);
+    -- What the contradiction rules read of it (13_conflict.sql), once: a new
+    -- row the owner gives them for keeps them (pgmem._store_memories, with
+    -- the features pgmem._vouch computed of that very text); any other
+    -- write gets them computed, whatever it gave.
+    if tg_op <> 'INSERT' or new.conflict_terms is null or new.conflict_marks is null
+       or not pgmem._bypasses_rls() then
+        new.conflict_terms := pgmem._conflict_terms(new.content);
+        new.conflict_marks := pgmem._conflict_marks(new.content);
+    end if;
     return new;
 end
 $$;
 
 comment on function pgmem._memories_text() is
-    'Row trigger on pgmem.memories: content_hash, fts, conflict_terms and conflict_marks from the content, when a row is inserted or its content written (internal).';
+    'Row trigger on pgmem.memories: content_hash, fts, conflict_terms and conflict_marks from the content, when a row is inserted or its content written; an INSERT by a superuser or BYPASSRLS role (pgmem._store_memories) that supplies both features keeps them (internal).';
 
 create or replace function pgmem._tsq(p_query text)
 returns tsquery

@@ -405,6 +405,10 @@ declare
     v_decoded text;
     v_view text;
     v_r integer;
+    v_items integer[] := '{}';     -- the views of all texts, flattened: whose text each is
+    v_texts text[] := '{}';
+    v_found text[];                -- per text: the first rule it breaks
+    v_k integer;
 begin
     select pg_catalog.min(r.pattern) filter (where r.category = 'prefilter' and r.kind = 'injection'),
            pg_catalog.array_agg(r.rule order by r.rule_order) filter (where r.category = 'injection'),
@@ -446,18 +450,29 @@ begin
             v_view := pgmem._safety_fold(pg_catalog.normalize(v_source, 'NFKC'), v_inj_p, v_inj_r, v_inj_f);
             v_views := v_views || v_view || pgmem._safety_fold(v_view, v_loose_p, v_loose_r, v_loose_f);
         end loop;
-        v_views := array(select v from pg_catalog.unnest(v_views) as v where v OPERATOR(pg_catalog.~*) v_prefilter);
-        <<rules>>
-        for v_r in 1 .. pg_catalog.cardinality(v_patterns) loop
-            foreach v_view in array v_views loop
-                if v_view OPERATOR(pg_catalog.~*) v_patterns[v_r] then
-                    rule := v_rules[v_r];
-                    return next;
-                    exit rules;
-                end if;
-            end loop;
+        foreach v_view in array v_views loop
+            if v_view OPERATOR(pg_catalog.~*) v_prefilter then
+                v_items := v_items || item;
+                v_texts := v_texts || v_view;
+            end if;
         end loop;
     end loop;
+    -- Rule by rule over every view, not text by text: a backend keeps 32
+    -- compiled expressions, fewer than the rules and folds together, so
+    -- text by text each text compiled most rules again.
+    v_found := pg_catalog.array_fill(null::text, array[item]);
+    for v_r in 1 .. coalesce(pg_catalog.cardinality(v_patterns), 0) loop
+        for v_k in 1 .. pg_catalog.cardinality(v_texts) loop
+            if v_found[v_items[v_k]] is null and v_texts[v_k] OPERATOR(pg_catalog.~*) v_patterns[v_r] then
+                v_found[v_items[v_k]] := v_rules[v_r];
+            end if;
+        end loop;
+    end loop;
+    return query
+        select f.item::integer, f.rule
+        from pg_catalog.unnest(v_found) with ordinality as f(rule, item)
+        where f.rule is not null
+        order by f.item;
 end
 $$;
 
@@ -547,26 +562,34 @@ declare
     v_new text;
     v_r integer;
 begin
-    select pg_catalog.min(r.pattern) filter (where r.category = 'prefilter'),
-           pg_catalog.array_agg(r.kind order by r.rule_order) filter (where r.category = 'secret'),
-           pg_catalog.array_agg(r.pattern order by r.rule_order) filter (where r.category = 'secret'),
-           pg_catalog.array_agg(r.replacement order by r.rule_order) filter (where r.category = 'secret'),
-           pg_catalog.array_agg(r.flags order by r.rule_order) filter (where r.category = 'secret'),
-           pg_catalog.array_agg(r.luhn order by r.rule_order) filter (where r.category = 'secret')
-    into v_prefilter, v_kinds, v_patterns, v_replacements, v_flags, v_luhn
-    from pgmem.safety_rules() as r
-    where r.category = 'secret' or (r.category = 'prefilter' and r.kind = 'secret');
-    select pg_catalog.array_agg(r.pattern order by r.rule_order),
-           pg_catalog.array_agg(r.replacement order by r.rule_order),
-           pg_catalog.array_agg(r.flags order by r.rule_order)
-    into v_fold_patterns, v_fold_replacements, v_fold_flags
-    from pgmem.safety_rules() as r
-    where r.category = 'fold' and r.kind = 'stored';
-    v_n := pg_catalog.cardinality(v_patterns);
     item := 0;
     foreach content in array coalesce(p_contents, '{}') loop
         item := item + 1;
         kinds := '{}';
+        if content is null then
+            return next;
+            continue;
+        end if;
+        -- The rules are read at the first text: most optional fields
+        -- (session, agent, triple object) are NULL for a whole batch.
+        if v_n is null then
+            select pg_catalog.min(r.pattern) filter (where r.category = 'prefilter'),
+                   pg_catalog.array_agg(r.kind order by r.rule_order) filter (where r.category = 'secret'),
+                   pg_catalog.array_agg(r.pattern order by r.rule_order) filter (where r.category = 'secret'),
+                   pg_catalog.array_agg(r.replacement order by r.rule_order) filter (where r.category = 'secret'),
+                   pg_catalog.array_agg(r.flags order by r.rule_order) filter (where r.category = 'secret'),
+                   pg_catalog.array_agg(r.luhn order by r.rule_order) filter (where r.category = 'secret')
+            into v_prefilter, v_kinds, v_patterns, v_replacements, v_flags, v_luhn
+            from pgmem.safety_rules() as r
+            where r.category = 'secret' or (r.category = 'prefilter' and r.kind = 'secret');
+            select pg_catalog.array_agg(r.pattern order by r.rule_order),
+                   pg_catalog.array_agg(r.replacement order by r.rule_order),
+                   pg_catalog.array_agg(r.flags order by r.rule_order)
+            into v_fold_patterns, v_fold_replacements, v_fold_flags
+            from pgmem.safety_rules() as r
+            where r.category = 'fold' and r.kind = 'stored';
+            v_n := coalesce(pg_catalog.cardinality(v_patterns), 0);
+        end if;
         -- What is stored is the folded text: a secret split by a zero-width
         -- character or written in full-width digits is one secret.
         content := pgmem._safety_fold(content, v_fold_patterns, v_fold_replacements, v_fold_flags);

@@ -200,12 +200,16 @@ $$;
 comment on function pgmem._write_details(text[], text) is
     'The details every write event of a fact carries: the kinds of redacted data and the agent (internal).';
 
--- Before issue 10 it had no confidence and expiry, then no p_check_conflicts.
+-- Before issue 10 it had no confidence and expiry, then no p_check_conflicts,
+-- then no p_terms and p_marks.
 drop function if exists pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real,
                                                text, text, text, text, text, text, jsonb, timestamptz, timestamptz);
 drop function if exists pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real,
                                                text, text, text, text, text, text, jsonb, timestamptz, timestamptz,
                                                real, timestamptz);
+drop function if exists pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real,
+                                               text, text, text, text, text, text, jsonb, timestamptz, timestamptz,
+                                               real, timestamptz, boolean);
 
 create or replace function pgmem._remember_decide(
     p_tenant text,
@@ -228,7 +232,11 @@ create or replace function pgmem._remember_decide(
     p_confidence real,
     p_expires_at timestamptz,
     -- false: an explicit key-value write (remember_many's check_conflicts key)
-    p_check_conflicts boolean default true
+    p_check_conflicts boolean default true,
+    -- p_content's pgmem._conflict_terms and _conflict_marks, when the caller
+    -- has them (pgmem._vouch); NULL: computed here
+    p_terms text[] default null,
+    p_marks text[] default null
 )
 returns table(action text, memory_id bigint, related_id bigint, similarity real)
 language plpgsql
@@ -259,6 +267,9 @@ declare
     v_subject_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_subject));
     v_predicate_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_predicate));
     v_conflict record;
+    v_near_id bigint;
+    v_near_content text;
+    v_near_sim real;
     v_replace bigint[] := '{}';
     v_rules jsonb := '{}';
     v_judge bigint[] := '{}';
@@ -332,13 +343,25 @@ begin
 
     -- 3b. Contradictions (13_conflict.sql), before duplicates: a near-duplicate
     -- that contradicts an active fact is never absorbed by it.
-    if v_id is null and (action is null or action = 'superseded') and p_check_conflicts then
+    -- One scan of the subject (pgmem._neighbours) gives the contradiction
+    -- candidates and the nearest row of step 4, which reads the subject as
+    -- step 3b left it: step 4 runs only when 3b changed nothing.
+    if v_id is null and (action is null or action = 'superseded')
+       and (p_check_conflicts or (action is null and p_embedding is not null)) then
         for v_conflict in
             select c.*
-            from pgmem._conflicts(p_tenant, p_settings, p_subject, p_content, p_embedding, p_valid_from,
-                                  pgmem._conflict_terms(p_content), pgmem._conflict_marks(p_content)) as c
+            from pgmem._neighbours(
+                     p_tenant, p_settings, p_subject,
+                     array[row(1, p_content, p_embedding, p_valid_from,
+                               case when p_check_conflicts then coalesce(p_terms, pgmem._conflict_terms(p_content)) end,
+                               case when p_check_conflicts then coalesce(p_marks, pgmem._conflict_marks(p_content)) end,
+                               p_check_conflicts)::pgmem.write_probe]) as c
         loop
-            if v_conflict.rule is null then
+            if v_conflict.nearest then
+                v_near_id := v_conflict.memory_id;
+                v_near_content := v_conflict.content;
+                v_near_sim := v_conflict.similarity;
+            elsif v_conflict.rule is null then
                 -- Undecided by the rules; above merge_threshold the merge job reads both.
                 if v_conflict.similarity < p_settings.merge_threshold then
                     v_judge := v_judge || v_conflict.memory_id;
@@ -398,22 +421,12 @@ begin
         end if;
     end if;
 
-    -- 4./5. Nearest active memory of the subject by cosine similarity (exact:
-    -- the OFFSET 0 fence keeps the planner off the tenant-wide HNSW index).
+    -- 4./5. Nearest active memory of the subject by cosine similarity (exact,
+    -- from the scan above; a degenerate NaN distance is no match).
     if v_id is null and action is null and p_embedding is not null then
-        select d.memory_id, d.content, (1 - d.distance)::real into v_id, v_old_content, v_sim
-        from (select m.memory_id, m.content, m.embedding OPERATOR(public.<=>) p_embedding as distance
-              from pgmem.memories as m
-              where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
-                and m.embedding is not null
-              offset 0) as d
-        order by d.distance, d.memory_id
-        limit 1;
-        -- NaN (a degenerate stored vector) compares greater than any number
-        -- in SQL: it is no match, never a duplicate.
-        if v_sim = 'NaN'::real then
-            v_sim := null;
-        end if;
+        v_id := v_near_id;
+        v_old_content := v_near_content;
+        v_sim := v_near_sim;
         action := pgmem._write_action(p_settings, false, null, v_sim);
         if action = 'deduplicated' then
             similarity := v_sim;
@@ -533,8 +546,8 @@ $$;
 
 comment on function pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real, text,
                                             text, text, text, text, text, jsonb, timestamptz, timestamptz, real,
-                                            timestamptz, boolean) is
-    'Core of pgmem.remember for checked, redacted input whose subject is locked: reinforce, supersede, deduplicate, insert for merge or insert, with events (internal).';
+                                            timestamptz, boolean, text[], text[]) is
+    'Core of pgmem.remember for checked, redacted input whose subject is locked: reinforce, supersede, deduplicate, insert for merge or insert, with events; p_terms and p_marks are the content''s contradiction features when the caller has them (internal).';
 
 create or replace function pgmem._reject(
     p_tenant text,
@@ -614,6 +627,8 @@ declare
     v_redacted text[];
     v_object text;
     v_object_redacted text[];
+    v_terms text[];
+    v_marks text[];
 begin
     select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant;
     if p_embedding is not null then
@@ -627,7 +642,8 @@ begin
     -- The subject's lock first: a call that waits for it has written nothing.
     perform pgmem._lock_subjects(v_tenant, array[p_subject], v_now);
     -- Checked and redacted once (pgmem._vouch, 70_guards.sql).
-    select v.rule, v.content, v.kinds into v_rule, v_content, v_redacted from pgmem._vouch(array[p_content]) as v;
+    select v.rule, v.content, v.kinds, v.terms, v.marks into v_rule, v_content, v_redacted, v_terms, v_marks
+    from pgmem._vouch(array[p_content]) as v;
     if v_rule is not null then
         perform pgmem._reject(v_tenant, p_subject, array[p_content], array[v_rule], p_agent_id, v_now);
         action := 'rejected';
@@ -647,7 +663,8 @@ begin
                                     p_source, p_metadata, coalesce(p_valid_from, v_now), v_now,
                                     coalesce(p_confidence::real, pgmem._default_confidence(v_settings, p_source)),
                                     coalesce(p_expires_at,
-                                             pgmem._default_expiry(v_settings, p_kind, coalesce(p_valid_from, v_now))))
+                                             pgmem._default_expiry(v_settings, p_kind, coalesce(p_valid_from, v_now))),
+                                    true, v_terms, v_marks)
                  as d;
 end
 $$;

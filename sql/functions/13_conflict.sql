@@ -327,24 +327,31 @@ $$;
 comment on function pgmem._conflict_likes(text) is
     'The LIKE patterns of one category of pgmem.conflict_vocabulary() (pgmem._like_words of each), NULL when a pattern of it has none (internal).';
 
-create or replace function pgmem._antonym_likes(out names text[], out patterns text[], out likes text[])
+-- It returned a record (names, patterns, likes), which PostgreSQL never
+-- folds into a constant: it ran again for every text (~0.6 ms).
+drop function if exists pgmem._antonym_likes();
+create or replace function pgmem._antonym_likes()
+returns text[]
 language sql
 immutable parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- Per antonym pair: its name, one expression for both words, and its
-    -- LIKE patterns joined by a line feed (NULL: none known).
-    select pg_catalog.array_agg(v.name order by v.name),
-           pg_catalog.array_agg('(' || v.pattern || ')|(' || v.partner || ')' order by v.name),
-           pg_catalog.array_agg(pg_catalog.array_to_string(pgmem._like_words(v.pattern) || pgmem._like_words(v.partner),
-                                                           E'\n') order by v.name)
+    -- One row per antonym pair: its name, one expression for both words,
+    -- and its LIKE patterns joined by a line feed (NULL: none known for a
+    -- word of the pair, so the expression is always tried).
+    select pg_catalog.array_agg(array[v.name, '(' || v.pattern || ')|(' || v.partner || ')',
+                                      pg_catalog.array_to_string(pgmem._like_words(v.pattern)
+                                                                 || pgmem._like_words(v.partner), E'\n')
+                                      || case when pgmem._like_words(v.pattern) is null
+                                                   or pgmem._like_words(v.partner) is null then null else '' end]
+                                order by v.name)
     from pgmem.conflict_vocabulary() as v
     where v.category = 'antonym'
 $$;
 
 comment on function pgmem._antonym_likes() is
-    'The antonym pairs of pgmem.conflict_vocabulary(): names, one expression per pair, and each pair''s LIKE patterns joined by line feeds (internal; pgmem._conflict_marks).';
+    'The antonym pairs of pgmem.conflict_vocabulary() as a two-dimensional array, a row [name, expression, LIKE patterns joined by line feeds or NULL] per pair (internal; pgmem._conflict_marks).';
 
 create or replace function pgmem._conflict_marks(p_content text)
 returns text[]
@@ -361,7 +368,7 @@ declare
     v_negation text[] := pgmem._conflict_likes('negation');
     v_change text[] := pgmem._conflict_likes('change');
     v_attribute text[] := pgmem._conflict_likes('attribute');
-    v_antonyms record := pgmem._antonym_likes();
+    v_antonyms text[] := pgmem._antonym_likes();
     v_i integer;
 begin
     -- Each category is one regular expression, tried only when one of its
@@ -387,14 +394,14 @@ begin
     -- Antonyms pair by pair: the words of a few pairs occur in a text, and
     -- one small expression each is cheap to compile where the alternation
     -- of all 36 words was not.
-    for v_i in 1 .. pg_catalog.cardinality(v_antonyms.names) loop
-        if (v_antonyms.likes[v_i] is null
-            or v_text like any (pg_catalog.string_to_array(v_antonyms.likes[v_i], E'\n')))
-           and v_text ~ v_antonyms.patterns[v_i] then
+    for v_i in 1 .. coalesce(pg_catalog.array_length(v_antonyms, 1), 0) loop
+        if (v_antonyms[v_i][3] is null
+            or v_text like any (pg_catalog.string_to_array(v_antonyms[v_i][3], E'\n')))
+           and v_text ~ v_antonyms[v_i][2] then
             if not 'antonym' = any (v_marks) then
                 v_marks := v_marks || 'antonym'::text;
             end if;
-            v_marks := v_marks || ('antonym:' || v_antonyms.names[v_i]);
+            v_marks := v_marks || ('antonym:' || v_antonyms[v_i][1]);
         end if;
     end loop;
     return v_marks;
@@ -415,13 +422,14 @@ immutable parallel safe
 security invoker
 as $$
     -- Whether any rule can call the pair a contradiction, from the marks
-    -- alone: the other polarity, a change or antonym word in the newer
-    -- fact, or numbers in both. Most pairs have none of these. Unknown
-    -- marks (NULL) may.
+    -- alone: the other polarity, a change word in the newer fact, antonym
+    -- words in both, or numbers in both. Most pairs have none of these.
+    -- Unknown marks (NULL) may.
     select coalesce(('negative' operator(pg_catalog.=) any (p_old_marks))
                         operator(pg_catalog.<>) ('negative' operator(pg_catalog.=) any (p_new_marks))
                     or 'change' operator(pg_catalog.=) any (p_new_marks)
-                    or 'antonym' operator(pg_catalog.=) any (p_new_marks)
+                    or ('antonym' operator(pg_catalog.=) any (p_old_marks)
+                        and 'antonym' operator(pg_catalog.=) any (p_new_marks))
                     or ('digits' operator(pg_catalog.=) any (p_old_marks)
                         and 'digits' operator(pg_catalog.=) any (p_new_marks)),
                     true)
@@ -486,7 +494,9 @@ begin
 
     -- antonym: one word of a pair in each fact, the rest alike, same polarity.
     -- Only the pairs both facts name are read, with the text.
-    if v_old_negative = v_new_negative and p_old_marks && p_new_marks then
+    if v_old_negative = v_new_negative
+       and exists (select from pg_catalog.unnest(p_new_marks) as k
+                   where k like 'antonym:%' and k = any (p_old_marks)) then
         v_old := pgmem._conflict_text(p_old);
         v_new := pgmem._conflict_text(p_new);
         for v_rule in
@@ -540,21 +550,20 @@ comment on function pgmem.contradiction(text, text) is
     'Whether p_new contradicts p_old by the offline rules, and by which: number, negation, antonym or change (see sql/functions/13_conflict.sql and pgmem.conflict_vocabulary()); NULL when no rule says so. E.g. pgmem.contradiction(''User likes dark mode'', ''User now prefers light mode'') = ''antonym''.';
 
 -- Before it read the pair in time order it had no p_valid_from; before
--- stored features, no p_terms and p_marks.
+-- stored features, no p_terms and p_marks; before it served a whole batch
+-- and the duplicate check with one scan (alembic 0013), it was _conflicts.
 drop function if exists pgmem._conflicts(text, pgmem.settings, text, text, public.vector);
 drop function if exists pgmem._conflicts(text, pgmem.settings, text, text, public.vector, timestamptz);
+drop function if exists pgmem._conflicts(text, pgmem.settings, text, text, public.vector, timestamptz, text[], text[]);
 
-create or replace function pgmem._conflicts(
+create or replace function pgmem._neighbours(
     p_tenant text,
     p_settings pgmem.settings,
     p_subject text,
-    p_content text,
-    p_embedding public.vector,
-    p_valid_from timestamptz,
-    p_terms text[],
-    p_marks text[]
+    p_probes pgmem.write_probe[]
 )
-returns table(memory_id bigint, rule text, similarity real, valid_from timestamptz, confidence real)
+returns table(item integer, memory_id bigint, nearest boolean, rule text, similarity real, valid_from timestamptz,
+              confidence real, content text)
 language plpgsql
 stable
 security invoker
@@ -563,50 +572,107 @@ set jit = off
 as $$
 #variable_conflict use_column
 declare
-    v_attributes text[] := array(select k from pg_catalog.unnest(p_marks) as k where k like 'attribute:%');
+    -- Which pairs share a term: for a few probes an array test of each pair
+    -- (~2 us); for many, a hash join of the words (~6 ms a subject, however
+    -- many probes).
+    v_join_terms boolean := pg_catalog.cardinality(p_probes) > 3;
 begin
-    -- Close neighbours of a new fact (its terms and marks: pgmem._conflict_terms,
-    -- pgmem._conflict_marks) among the subject's active memories, each with
-    -- the rule it breaks (NULL: none, a question for the judge): within
-    -- conflict_threshold by cosine, sharing a term ("likes dark mode" and
-    -- "prefers light mode" share "mode"), or speaking of the same one-valued
-    -- attribute ("lives in Hangzhou", "moved to Shanghai"). An exact scan of
-    -- one subject, as remember's own (a subject holds at most
-    -- capacity_per_subject rows), over the stored features of its rows.
+    -- What a write must know of its subject's active memories, for each new
+    -- fact (probe) at once, from one read of the subject (an exact scan, as
+    -- a subject holds at most capacity_per_subject rows):
+    --  * nearest: its nearest row by cosine (the duplicate and merge check;
+    --    a degenerate NaN distance is no match), whatever the similarity;
+    --  * otherwise (probes with check_conflicts): its close neighbours, each
+    --    with the contradiction rule it breaks (NULL: none, a question for
+    --    the judge): within conflict_threshold by cosine, sharing a term
+    --    ("likes dark mode" and "prefers light mode" share "mode"), or of the
+    --    same one-valued attribute ("lives in Hangzhou", "moved to
+    --    Shanghai"); the 16 nearest, nearest first.
+    -- The rules read the two statements in the order they became true, for
+    -- the 16 candidates only, after the ranking (a shared term alone admits
+    -- dozens of a subject's rows on real text); only those rows' text is read.
     return query
-        -- The rules read the two statements in the order they became true,
-        -- for the 16 nearest candidates only: outside the LIMIT's subquery,
-        -- so they run after it (a shared term alone admits dozens of a
-        -- subject's rows on real text).
-        select c.memory_id,
-               case when c.valid_from > p_valid_from
-                    then case when pgmem._may_contradict(p_marks, c.marks)
-                              then pgmem._contradiction(p_content, p_terms, p_marks, c.content, c.terms, c.marks) end
-                    when pgmem._may_contradict(c.marks, p_marks)
-                    then pgmem._contradiction(c.content, c.terms, c.marks, p_content, p_terms, p_marks) end,
-               c.similarity, c.valid_from, c.confidence
-        from (select c.memory_id, c.content, c.valid_from, c.confidence, c.similarity, c.terms,
-                     coalesce(c.marks, pgmem._conflict_marks(c.content)) as marks
-              from (select m.memory_id, m.content, m.valid_from, m.confidence,
-                           (1 - (m.embedding OPERATOR(public.<=>) p_embedding))::real as similarity,
-                           -- Rows stored before alembic 0012 hold no features: read their text.
-                           coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)) as terms,
-                           m.conflict_marks as marks
-                    from pgmem.memories as m
-                    where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
-                    offset 0) as c
-              where (c.similarity >= p_settings.conflict_threshold and c.similarity <> 'NaN'::real)
-                 or c.terms && p_terms
-                 or (v_attributes <> '{}'
-                     and coalesce(c.marks, pgmem._conflict_marks(c.content)) && v_attributes)
-              order by c.similarity desc nulls last, c.memory_id desc
-              limit 16) as c
-        order by c.similarity desc nulls last, c.memory_id desc;
+        with probes as materialized (
+            select p.item, p.content, p.embedding, p.valid_from, p.terms, p.marks, p.check_conflicts,
+                   array(select k from pg_catalog.unnest(p.marks) as k where k like 'attribute:%') as attributes
+            from pg_catalog.unnest(p_probes) as p
+        ),
+        -- Every (probe, row) distance, once (NULL where either has no
+        -- vector), in one scan of the subject.
+        pairs as materialized (
+            select p.item, m.memory_id, m.embedding OPERATOR(public.<=>) p.embedding as distance,
+                   p.check_conflicts
+                   and ((not v_join_terms
+                         -- Rows stored before alembic 0012 hold no features: their text is read.
+                         and coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)) && p.terms)
+                        or (p.attributes <> '{}'
+                            and coalesce(m.conflict_marks, pgmem._conflict_marks(m.content)) && p.attributes))
+                       as shares
+            from pgmem.memories as m
+            cross join probes as p
+            where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
+        ),
+        joined as (
+            select distinct p.item, m.memory_id
+            from probes as p
+            cross join pg_catalog.unnest(p.terms) as t(term)
+            join (select m.memory_id, t.term
+                  from pgmem.memories as m
+                  cross join pg_catalog.unnest(coalesce(m.conflict_terms, pgmem._conflict_terms(m.content))) as t(term)
+                  where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active') as m
+              on m.term = t.term
+            where v_join_terms and p.check_conflicts
+        ),
+        -- The nearest row of each probe: the smallest distance, then the
+        -- smallest id (hash aggregates, not a sort of every pair).
+        nearest as (
+            select d.item, pg_catalog.min(d.memory_id) as memory_id, d.distance
+            from pairs as d
+            join (select d.item, pg_catalog.min(d.distance) as distance
+                  from pairs as d
+                  where d.distance <> 'NaN'::double precision
+                  group by d.item) as m on m.item = d.item and m.distance = d.distance
+            group by d.item, d.distance
+        ),
+        candidates as (
+            select c.item, c.memory_id, c.similarity
+            from (select d.item, d.memory_id, (1 - d.distance)::real as similarity,
+                         pg_catalog.row_number() over (partition by d.item
+                                                       order by (1 - d.distance)::real desc nulls last,
+                                                                d.memory_id desc) as rank
+                  from pairs as d
+                  join probes as p on p.item = d.item
+                  where p.check_conflicts
+                    and (((1 - d.distance)::real >= p_settings.conflict_threshold
+                          and (1 - d.distance)::real <> 'NaN'::real)
+                         or d.shares
+                         or (d.item, d.memory_id) in (select j.item, j.memory_id from joined as j))) as c
+            where c.rank <= 16
+        )
+        select n.item, n.memory_id, true as nearest, null::text as rule, (1 - n.distance)::real as similarity,
+               m.valid_from, m.confidence, m.content
+        from nearest as n
+        join pgmem.memories as m on m.tenant_id = p_tenant and m.memory_id = n.memory_id
+        union all
+        select c.item, c.memory_id, false,
+               case when m.valid_from > p.valid_from
+                    then case when pgmem._may_contradict(p.marks, r.marks)
+                              then pgmem._contradiction(p.content, p.terms, p.marks, m.content, r.terms, r.marks) end
+                    when pgmem._may_contradict(r.marks, p.marks)
+                    then pgmem._contradiction(m.content, r.terms, r.marks, p.content, p.terms, p.marks) end,
+               c.similarity, m.valid_from, m.confidence, m.content
+        from candidates as c
+        join probes as p on p.item = c.item
+        join pgmem.memories as m on m.tenant_id = p_tenant and m.memory_id = c.memory_id
+        cross join lateral (
+            select coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)) as terms,
+                   coalesce(m.conflict_marks, pgmem._conflict_marks(m.content)) as marks) as r
+        order by item, nearest desc, similarity desc nulls last, memory_id desc;
 end
 $$;
 
-comment on function pgmem._conflicts(text, pgmem.settings, text, text, public.vector, timestamptz, text[], text[]) is
-    'The close neighbours of a new fact (p_terms, p_marks: its pgmem._conflict_terms and _conflict_marks) among the subject''s active memories (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most 16, nearest first) and the contradiction rule each breaks, NULL for none (internal; the caller holds the subject''s lock).';
+comment on function pgmem._neighbours(text, pgmem.settings, text, pgmem.write_probe[]) is
+    'For each new fact of p_probes, from one scan of the subject''s active memories: its nearest row by cosine (nearest = true, any similarity), and for probes with check_conflicts its close neighbours (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most 16, nearest first) with the contradiction rule each breaks, NULL for none (internal; the caller holds the subject''s lock).';
 
 create or replace function pgmem._queue_judge(
     p_tenant text,

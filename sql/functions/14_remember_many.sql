@@ -32,6 +32,8 @@ declare
     v_contents text[];
     v_redacted text[];
     v_objects text[];
+    v_terms text[];
+    v_marks text[];
     v_item record;
     v_keys constant text[] := array['subject', 'content', 'embedding', 'kind', 'importance', 'triple_subject',
                                     'triple_predicate', 'triple_object', 'session_id', 'agent_id', 'source',
@@ -163,10 +165,13 @@ begin
     select pg_catalog.array_agg(r.item order by r.item) filter (where r.rule is not null),
            pg_catalog.array_agg(r.rule order by r.item) filter (where r.rule is not null),
            pg_catalog.array_agg(r.content order by r.item),
+           -- the contradiction features as text (arrays of ragged arrays do not exist)
+           pg_catalog.array_agg(r.terms::text order by r.item),
+           pg_catalog.array_agg(r.marks::text order by r.item),
            pg_catalog.array_agg(pg_catalog.array_to_string(r.kinds || array(
                select k from pg_catalog.unnest(o.kinds) as k where not k = any (r.kinds)), ',') order by r.item),
            pg_catalog.array_agg(o.object order by r.item)
-    into v_rejected, v_rules, v_contents, v_redacted, v_objects
+    into v_rejected, v_rules, v_contents, v_terms, v_marks, v_redacted, v_objects
     from pgmem._vouch(v_contents) as r
     join pgmem._redact_objects(
              array(select e.v ->> 'triple_predicate'
@@ -202,13 +207,14 @@ begin
         confidence real not null,
         expires_at timestamptz,
         check_conflicts boolean not null,
-        conflict_terms text[],             -- pgmem._conflict_terms, _conflict_marks: checked items
+        conflict_terms text[],             -- pgmem._conflict_terms, _conflict_marks (pgmem._vouch)
         conflict_marks text[],
         rejected_rule text,
         twins_in_batch boolean not null,   -- same content or triple key as another item
         exact_id bigint,                   -- active row with the same content
         near_id bigint,                    -- nearest active row within merge_threshold
         near_similarity real,
+        conflicted boolean not null default false,  -- pgmem._neighbours found a contradiction or a question
         meets_batch boolean not null default false,
         action text,
         memory_id bigint,
@@ -219,14 +225,14 @@ begin
     truncate pg_temp._pgmem_batch;
     insert into pg_temp._pgmem_batch (item, subject, content, content_hash, redacted, embedding, kind, importance,
                                       triple_subject, triple_predicate, triple_object, session_id, agent_id, source,
-                                      metadata, valid_from, confidence, expires_at, check_conflicts, rejected_rule,
-                                      twins_in_batch, action)
+                                      metadata, valid_from, confidence, expires_at, check_conflicts, conflict_terms,
+                                      conflict_marks, rejected_rule, twins_in_batch, action)
     select x.i, x.subject, x.content, x.content_hash, x.redacted, x.embedding, x.kind, x.importance,
            x.triple_subject, x.triple_predicate, x.triple_object, x.session_id, x.agent_id, x.source, x.metadata,
            x.valid_from,
            coalesce(x.confidence, pgmem._default_confidence(v_settings, x.source)),
            coalesce(x.expires_at, pgmem._default_expiry(v_settings, x.kind, x.valid_from)),
-           x.check_conflicts,
+           x.check_conflicts, x.terms, x.marks,
            x.rule,
            pg_catalog.count(*) over (partition by x.subject, x.content_hash) > 1
            or (x.triple_predicate is not null
@@ -247,12 +253,14 @@ begin
                  (e.v ->> 'confidence')::real as confidence,
                  (e.v ->> 'expires_at')::timestamptz as expires_at,
                  coalesce((e.v ->> 'check_conflicts')::boolean, true) as check_conflicts,
+                 c.terms::text[] as terms, c.marks::text[] as marks,
                  -- pgmem's own rule names the rejection; the caller's reason when only it refused.
                  coalesce(j.rule, nullif(e.v ->> 'rejected', '')) as rule
           from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
           join rows from (pg_catalog.unnest(v_contents), pg_catalog.unnest(v_redacted),
-                          pg_catalog.unnest(v_embeddings), pg_catalog.unnest(v_objects))
-               with ordinality as c(content, redacted, embedding, object, i) on c.i = e.i
+                          pg_catalog.unnest(v_embeddings), pg_catalog.unnest(v_objects),
+                          pg_catalog.unnest(v_terms), pg_catalog.unnest(v_marks))
+               with ordinality as c(content, redacted, embedding, object, terms, marks, i) on c.i = e.i
           left join rows from (pg_catalog.unnest(v_rejected), pg_catalog.unnest(v_rules)) as j(i, rule)
                on j.i = e.i) as x;
     analyze pg_temp._pgmem_batch;
@@ -274,29 +282,32 @@ begin
         where b.rejected_rule is null
           and m.tenant_id = v_tenant and m.subject = b.subject and m.status = 'active' and m.content_hash = b.content_hash;
 
-        -- Nearest active row within merge_threshold; each subject's rows are read once.
+        -- Each subject's active rows read once for all its items
+        -- (pgmem._neighbours): the nearest row within merge_threshold, and
+        -- whether an item contradicts an active fact or has a neighbour for
+        -- the judge (13_conflict.sql).
         update pg_temp._pgmem_batch as b
-        set near_id = n.memory_id, near_similarity = n.similarity
-        from (select distinct on (x.item) x.item, m.memory_id,
-                     (1 - (m.embedding OPERATOR(public.<=>) x.embedding))::real as similarity
+        set near_id = n.near_id, near_similarity = n.near_similarity, conflicted = n.conflicted
+        from (select n.item,
+                     pg_catalog.min(n.memory_id) filter (where n.nearest and n.similarity >= v_settings.merge_threshold)
+                         as near_id,
+                     pg_catalog.min(n.similarity) filter (where n.nearest and n.similarity >= v_settings.merge_threshold)
+                         as near_similarity,
+                     coalesce(pg_catalog.bool_or(not n.nearest
+                                                 and (n.rule is not null
+                                                      or (v_settings.judge_conflicts
+                                                          and n.similarity >= v_settings.conflict_threshold))),
+                              false) as conflicted
               from (select distinct c.subject from pg_temp._pgmem_batch as c where c.rejected_rule is null) as s
-              cross join lateral (
-                  select m.memory_id, m.embedding from pgmem.memories as m
-                  where m.tenant_id = v_tenant and m.subject = s.subject and m.status = 'active'
-                    and m.embedding is not null
-                  offset 0) as m
-              join pg_temp._pgmem_batch as x
-                on x.subject = s.subject and x.rejected_rule is null and x.embedding is not null
-               and (1 - (m.embedding OPERATOR(public.<=>) x.embedding))::real >= v_settings.merge_threshold
-               -- NaN (a degenerate stored vector) passes >=: it is no match.
-               and (m.embedding OPERATOR(public.<=>) x.embedding) <> 'NaN'::double precision
-              order by x.item, m.embedding OPERATOR(public.<=>) x.embedding, m.memory_id) as n
+              cross join lateral pgmem._neighbours(
+                  v_tenant, v_settings, s.subject,
+                  array(select row(x.item, x.content, x.embedding, x.valid_from, x.conflict_terms, x.conflict_marks,
+                                   x.check_conflicts)::pgmem.write_probe
+                        from pg_temp._pgmem_batch as x
+                        where x.subject = s.subject and x.rejected_rule is null
+                        order by x.item)) as n
+              group by n.item) as n
         where n.item = b.item;
-
-        -- What the contradiction rules read of each checked item, once.
-        update pg_temp._pgmem_batch as b
-        set conflict_terms = pgmem._conflict_terms(b.content), conflict_marks = pgmem._conflict_marks(b.content)
-        where b.rejected_rule is null and b.check_conflicts;
 
         -- Two items can only contradict if they share a term or an attribute,
         -- and one is negated or says "now", or both name an antonym pair, or
@@ -347,13 +358,8 @@ begin
                                  and pg_catalog.lower(m.triple_predicate) = pg_catalog.lower(t.triple_predicate)
                                  and pg_catalog.lower(m.triple_subject) = pg_catalog.lower(t.triple_subject)
                                 where t.rejected_rule is null and t.triple_predicate is not null)
-               -- it contradicts an active fact, or has a neighbour for the judge (13_conflict.sql)
-               or (b.check_conflicts
-                   and exists (select from pgmem._conflicts(v_tenant, v_settings, b.subject, b.content, b.embedding,
-                                                            b.valid_from, b.conflict_terms, b.conflict_marks) as c
-                               where c.rule is not null
-                                  or (v_settings.judge_conflicts
-                                      and c.similarity >= v_settings.conflict_threshold)))
+               -- it contradicts an active fact, or has a neighbour for the judge
+               or b.conflicted
                -- it and another item of the batch contradict each other: only
                -- pairs that share a term or attribute and carry a marker are
                -- asked, and of those an item's 16 nearest (as pgmem._conflicts
@@ -484,7 +490,8 @@ begin
                                     v_item.embedding, v_item.kind, v_item.importance, v_item.triple_subject,
                                     v_item.triple_predicate, v_item.triple_object, v_item.session_id,
                                     v_item.agent_id, v_item.source, v_item.metadata, v_item.valid_from, v_now,
-                                    v_item.confidence, v_item.expires_at, v_item.check_conflicts) as d
+                                    v_item.confidence, v_item.expires_at, v_item.check_conflicts,
+                                    v_item.conflict_terms, v_item.conflict_marks) as d
         where b.item = v_item.item;
     end loop;
 
