@@ -123,10 +123,13 @@ def test_search_and_context_recall_within_the_time_a_question_names(
     now = datetime(2026, 12, 1, 12, tzinfo=UTC)
     acme.add("Went hiking in the Alps with Sam", user_id="dan", infer=False)
     acme.add("Went hiking in Patagonia with Kim", user_id="dan", infer=False)
+    # Written when they happened, before `now` (the clock of the test, not
+    # the wall clock: a fact written after `now` is not known at `now`).
     for place, at in (("Alps", now - timedelta(days=8)), ("Patagonia", now - timedelta(days=90))):
         admin.execute(
-            "update pgmem.memories set created_at = %s where subject = 'dan' and content like %s",
-            (at, f"%{place}%"),
+            "update pgmem.memories set created_at = %s, valid_from = %s"
+            " where subject = 'dan' and content like %s",
+            (at, at, f"%{place}%"),
         )
     question = "Where did I go hiking last week?"
     window = acme.time_window(question, "dan", now=now)

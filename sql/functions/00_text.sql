@@ -10,12 +10,14 @@
 -- trigger pgmem._memories_text), so changing their bodies requires a
 -- migration that recomputes those columns.
 
+-- _normalize, _content_hash: no SET clause, every name qualified, so they
+-- are inlined where they are called (per pair of the contradiction rules,
+-- per row written); a SET clause made each call switch search_path.
 create or replace function pgmem._normalize(p_content text)
 returns text
 language sql
 immutable strict parallel safe
 security invoker
-set search_path = pg_catalog, pg_temp
 as $$
     -- Case, white space and punctuation (ASCII and CJK) do not make a new fact.
     select pg_catalog.btrim(pg_catalog.regexp_replace(
@@ -32,7 +34,6 @@ returns text
 language sql
 immutable strict parallel safe
 security invoker
-set search_path = pg_catalog, pg_temp
 as $$
     select pg_catalog.md5(pgmem._normalize(p_content))
 $$;

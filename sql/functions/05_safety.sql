@@ -410,6 +410,9 @@ declare
     v_found text[];                -- per text: the first rule it breaks
     v_k integer;
 begin
+    if not exists (select from pg_catalog.unnest(p_contents) as c(content) where c.content is not null) then
+        return;  -- nothing to read (a batch pgmem._vouch checked already): no rule read either
+    end if;
     select pg_catalog.min(r.pattern) filter (where r.category = 'prefilter' and r.kind = 'injection'),
            pg_catalog.array_agg(r.rule order by r.rule_order) filter (where r.category = 'injection'),
            pg_catalog.array_agg(r.pattern order by r.rule_order) filter (where r.category = 'injection'),

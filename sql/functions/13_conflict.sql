@@ -145,10 +145,10 @@ returns text
 language sql
 immutable strict parallel safe
 security invoker
-set search_path = pg_catalog, pg_temp
 as $$
     -- Lower case, "don't"/"can’t" as "do not"/"can not", and dislike/hate as
     -- "not like" (讨厌 as 不喜欢): polarity has one spelling per language.
+    -- (No SET clause, every name qualified: inlined where it is called.)
     select pg_catalog.regexp_replace(pg_catalog.regexp_replace(pg_catalog.regexp_replace(
                pg_catalog.replace(pg_catalog.lower(p_text), '’', ''''),
                'n''t\M', ' not', 'g'),
@@ -210,18 +210,20 @@ returns boolean
 language sql
 immutable strict parallel safe
 security invoker
-set search_path = pg_catalog, pg_temp
 as $$
     -- The same statement: the same terms, or one within the other with at
     -- least p_min terms and at most two more. "drinks coffee" and "no longer
     -- drinks coffee every day" are about one thing; "drinks tea every morning"
     -- and "no longer drinks coffee every morning" about two, and "Thanks!" is
-    -- within too many long sentences to contradict any of them.
-    select pg_catalog.cardinality(p_a) > 0 and pg_catalog.cardinality(p_b) > 0
-           and (p_a @> p_b and p_b @> p_a
-                or (least(pg_catalog.cardinality(p_a), pg_catalog.cardinality(p_b)) >= p_min
-                    and pg_catalog.abs(pg_catalog.cardinality(p_a) - pg_catalog.cardinality(p_b)) <= 2
-                    and (p_a <@ p_b or p_b <@ p_a)))
+    -- within too many long sentences to contradict any of them. No SET
+    -- clause and qualified operators: inlined into the rules that call it.
+    select pg_catalog.cardinality(p_a) operator(pg_catalog.>) 0
+           and pg_catalog.cardinality(p_b) operator(pg_catalog.>) 0
+           and (p_a operator(pg_catalog.@>) p_b and p_b operator(pg_catalog.@>) p_a
+                or (least(pg_catalog.cardinality(p_a), pg_catalog.cardinality(p_b)) operator(pg_catalog.>=) p_min
+                    and pg_catalog.abs(pg_catalog.cardinality(p_a) operator(pg_catalog.-) pg_catalog.cardinality(p_b))
+                        operator(pg_catalog.<=) 2
+                    and (p_a operator(pg_catalog.<@) p_b or p_b operator(pg_catalog.<@) p_a)))
 $$;
 
 comment on function pgmem._terms_alike(text[], text[], integer) is
