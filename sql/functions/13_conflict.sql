@@ -667,8 +667,12 @@ begin
         join probes as p on p.item = c.item
         join pgmem.memories as m on m.tenant_id = p_tenant and m.memory_id = c.memory_id
         cross join lateral (
+            -- OFFSET 0: plain columns, so pgmem._may_contradict is inlined
+            -- (PostgreSQL will not inline it over an expensive argument it
+            -- reads twice, and the call cost more than the test).
             select coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)) as terms,
-                   coalesce(m.conflict_marks, pgmem._conflict_marks(m.content)) as marks) as r
+                   coalesce(m.conflict_marks, pgmem._conflict_marks(m.content)) as marks
+            offset 0) as r
         order by item, nearest desc, similarity desc nulls last, memory_id desc;
 end
 $$;
