@@ -362,7 +362,7 @@ begin
                or b.conflicted
                -- it and another item of the batch contradict each other: only
                -- pairs that share a term or attribute and carry a marker are
-               -- asked, and of those an item's 16 nearest (as pgmem._conflicts
+               -- asked, and of those an item's 16 nearest (as pgmem._neighbours
                -- asks of stored facts: on real text a shared term alone pairs
                -- an item with a good part of its batch); both are marked
                or b.item in (select pg_catalog.unnest(array[y.item, z.item])

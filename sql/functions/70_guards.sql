@@ -200,16 +200,6 @@ $$;
 comment on function pgmem._memories_guard() is
     'Row trigger on pgmem.memories: usable embedding norm (PM017) for every writer; for app roles, size limits (PM012, PM023), no prompt injection (PM024) and redaction of content, triple object, session, agent and metadata, as pgmem.remember applies them (internal).';
 
--- What pgmem.remember and remember_many check of a text before anything
--- else: the injection rules and redaction, in one call for a batch, and what
--- the contradiction rules read of a clean text (pgmem._conflict_terms,
--- _conflict_marks). A text that passes is vouched for until the transaction
--- ends: its redacted form and those features go into pg_temp._pgmem_checked,
--- a temporary table of the owner's (this function is security definer),
--- which the caller's role can neither write nor replace, so
--- pgmem._store_memories need not check it again, nor the memories_text
--- trigger compute its features again. Whoever calls it directly only has
--- clean, redacted text vouched for.
 create or replace function pgmem._check_texts(p_contents text[])
 returns table(item integer, rule text, content text, kinds text[], terms text[], marks text[])
 language sql
@@ -227,6 +217,16 @@ $$;
 comment on function pgmem._check_texts(text[]) is
     'pgmem._vouch''s checks of each text, vouching for nothing: item, the injection rule it breaks (NULL: clean), its redacted form and kinds of redacted data, and for a clean text its pgmem._conflict_terms and _conflict_marks (internal).';
 
+-- What pgmem.remember and remember_many check of a text before anything
+-- else: the injection rules and redaction, in one call for a batch, and what
+-- the contradiction rules read of a clean text (pgmem._conflict_terms,
+-- _conflict_marks). A text that passes is vouched for until the transaction
+-- ends: its redacted form and those features go into pg_temp._pgmem_checked,
+-- a temporary table of the owner's (this function is security definer),
+-- which the caller's role can neither write nor replace, so
+-- pgmem._store_memories need not check it again, nor the memories_text
+-- trigger compute its features again. Whoever calls it directly only has
+-- clean, redacted text vouched for.
 -- (Its result gained terms and marks: a new result type is a new function.)
 drop function if exists pgmem._vouch(text[]);
 create or replace function pgmem._vouch(p_contents text[])
