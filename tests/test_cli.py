@@ -277,9 +277,15 @@ def test_search_and_context_scope_and_time(pgmem: Run, admin: psycopg.Connection
     ):
         extra = ["--agent", agent] if agent else []
         ok(pgmem("add", text, "-u", user, "-t", "acme", "--raw", "--no-embed", *extra))
-    admin.execute("update pgmem.memories set created_at = '2026-11-25' where content like '%Alps%'")
+    # Written when they happened, before the --now asked below (a fact
+    # written after that time is not known at it).
     admin.execute(
-        "update pgmem.memories set created_at = '2026-06-01' where content like '%guide%'"
+        "update pgmem.memories set created_at = '2026-11-25', valid_from = '2026-11-25'"
+        " where content like '%Alps%'"
+    )
+    admin.execute(
+        "update pgmem.memories set created_at = '2026-06-01', valid_from = '2026-06-01'"
+        " where content like '%guide%'"
     )
     base = ["-u", "alice", "-t", "acme", "--no-embed", "--no-reinforce", "--json"]
     rows = as_json(pgmem("search", "hikes", *base, "--shared", "team"))
