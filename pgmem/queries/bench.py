@@ -141,7 +141,8 @@ from pgmem.recall(%(subject)s, %(text)s, %(embedding)s::public.vector, p_k => 10
 # The same scoring over every active memory of the subject, ordered as
 # pgmem.recall orders (score as real, then memory_id), with the query terms
 # weighted by recall's own helpers (pgmem._query_terms, pgmem._term_weight)
-# over the subject's active memories.
+# over the subject's active memories, and each row's text_match found here,
+# one term at a time.
 EXACT_IDS: Final = """
 with terms as (
     select l.position, l.lexeme,
@@ -155,20 +156,29 @@ subject as (
     where m.tenant_id = %(tenant)s and m.subject = %(subject)s and m.status = 'active'
 ),
 weights as (
-    select pg_catalog.array_agg(t.lexeme order by t.position) as lexemes,
-           pg_catalog.array_agg(pgmem._term_weight(c.n, c.df) order by t.position) as weights
+    select t.query, pgmem._term_weight(c.n, c.df) as weight
     from terms as t
     join (select t.position, pg_catalog.count(*) as n,
                  pg_catalog.count(*) filter (where s.fts @@ t.query) as df
           from terms as t cross join subject as s
           group by t.position) as c on c.position = t.position
+),
+-- Each row's share of the query's term weight (recall's text_match).
+matched as (
+    select s.memory_id,
+           (select coalesce(pg_catalog.sum(w.weight) filter (where s.fts @@ w.query), 0)
+                   / pg_catalog.sum(w.weight)
+            from weights as w)::real as text_match
+    from subject as s
 )
 select r.memory_id
 from pgmem.settings as s
-cross join weights as w
 cross join lateral pgmem._recall_rows(
-    s.tenant_id, s, array[%(subject)s::text], array(select memory_id from subject),
-    %(embedding)s::public.vector, w.lexemes, w.weights,
+    s.tenant_id, s, array[%(subject)s::text],
+    array(select x.memory_id from matched as x order by x.memory_id),
+    case when exists (select from terms)
+         then array(select x.text_match from matched as x order by x.memory_id) end,
+    %(embedding)s::public.halfvec,
     %(now)s, %(now)s, null, null, null, null, null, null) as r
 where s.tenant_id = %(tenant)s
 order by (s.w_relevance::double precision * r.relevance + r.base_score)::real desc, r.memory_id desc

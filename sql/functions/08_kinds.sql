@@ -7,12 +7,15 @@
 -- pgmem.memories.kind and adds its settings column half_life_<kind>
 -- (tests/test_kinds.py fails until all three agree), plus the docs.
 
+-- kinds() and _half_lives() have no SET clause and name nothing unqualified,
+-- so PostgreSQL inlines them into the statements that read them; a SQL
+-- function it cannot inline parses and plans its body again in every
+-- statement that calls it.
 create or replace function pgmem.kinds()
 returns table(kind text, section integer, heading text, half_life_setting text)
 language sql
 immutable parallel safe
 security invoker
-set search_path = pg_catalog, pg_temp
 as $$
     values ('preference', 1, 'Preferences', 'half_life_preference'),
            ('semantic', 2, 'Facts', 'half_life_semantic'),
@@ -28,12 +31,12 @@ returns table(kind text, half_life interval)
 language sql
 stable parallel safe
 security invoker
-set search_path = pg_catalog, pg_temp
 as $$
     -- The settings column named by pgmem.kinds(); stable, not immutable:
-    -- interval text depends on IntervalStyle.
-    select k.kind, (pg_catalog.to_jsonb(p_settings) ->> k.half_life_setting)::interval
-    from pgmem.kinds() as k
+    -- interval text depends on IntervalStyle. The row becomes jsonb once.
+    select k.kind, (s.settings operator(pg_catalog.->>) k.half_life_setting)::pg_catalog.interval
+    from (select pg_catalog.to_jsonb(p_settings) as settings) as s
+    cross join pgmem.kinds() as k
 $$;
 
 comment on function pgmem._half_lives(pgmem.settings) is

@@ -5,15 +5,20 @@
 -- Scoped recall (revision 0011) reads several subjects and filters by agent.
 drop function if exists pgmem._recall_rows(text, pgmem.settings, text, bigint[], public.vector, text[], real[],
                                            timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb);
+-- Issue 12: the caller gives each row's text_match, found with the
+-- candidates, and the query vector as halfvec (the column's type: no cast
+-- per row).
+drop function if exists pgmem._recall_rows(text, pgmem.settings, text[], bigint[], public.vector, text[], real[],
+                                           timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb,
+                                           text);
 
 create or replace function pgmem._recall_rows(
     p_tenant text,
     p_settings pgmem.settings,
     p_subjects text[],
     p_memory_ids bigint[],
-    p_embedding public.vector,
-    p_lexemes text[],
-    p_lexeme_weights real[],
+    p_text_matches real[],
+    p_embedding public.halfvec,
     p_now timestamptz,
     p_as_of timestamptz,
     p_kinds text[],
@@ -34,7 +39,7 @@ returns table (
     recency real,
     access_boost real,
     base_score double precision,
-    embedding public.vector,
+    embedding public.halfvec,
     session_id text,
     status text,
     pinned boolean,
@@ -68,25 +73,27 @@ begin
     select m.memory_id, m.content, m.kind,
            r.similarity, r.text_match,
            (case
-                when p_embedding is not null and p_lexemes is not null
+                when p_embedding is not null and p_text_matches is not null
                     then p_settings.w_vector * coalesce(r.similarity, 0)
                          + (1 - p_settings.w_vector) * r.text_match
                 when p_embedding is not null then coalesce(r.similarity, 0)
-                when p_lexemes is not null then r.text_match
+                when p_text_matches is not null then r.text_match
                 else 0
             end)::real,
            p.importance, p.recency, p.access_boost,
            p_settings.w_importance::double precision * p.importance
                + p_settings.w_recency::double precision * p.recency
                + p_settings.w_access::double precision * p.access_boost,
-           m.embedding::public.vector, m.session_id, m.status, m.pinned, m.access_count, m.last_accessed_at,
+           m.embedding, m.session_id, m.status, m.pinned, m.access_count, m.last_accessed_at,
            m.created_at, m.valid_from, m.valid_to, m.metadata, m.subject
     from (
         -- One primary-key probe per id, fenced off from the filters below:
         -- with them in reach the (generic) plan reads the whole subject
         -- through memories_subject and joins the ids to that.
-        select m.*
-        from (select distinct i.id from pg_catalog.unnest(p_memory_ids) as i(id)) as i
+        select m.*, i.text_match
+        from (select distinct on (i.id) i.id, i.text_match
+              from unnest(p_memory_ids, p_text_matches) as i(id, text_match)
+              where i.id is not null) as i
         join pgmem.memories as m on m.tenant_id = p_tenant and m.memory_id = i.id
         offset 0
     ) as m
@@ -94,22 +101,15 @@ begin
         select m.embedding operator(public.<=>) p_embedding as distance
     ) as d
     cross join lateral (
-        -- Share of the query's term weight the memory holds (equal weights
-        -- when none are given); NULL without query terms. A subquery, not a
-        -- helper function: a function call per row costs ~0.1 ms here.
-        select (coalesce(pg_catalog.sum(coalesce(q.weight, 1)) filter (
-                             where q.lexeme = any (pg_catalog.tsvector_to_array(m.fts))), 0)
-                / pg_catalog.sum(coalesce(q.weight, 1)))::real as text_match
-        from unnest(p_lexemes, p_lexeme_weights) as q(lexeme, weight)
-        where q.lexeme is not null
-    ) as t
-    cross join lateral (
         select
             -- A zero vector has no direction: its distance is NaN, treated as unrelated.
             case when d.distance is null or d.distance = 'NaN'::double precision then null
                  else greatest(0, 1 - d.distance)::real
             end as similarity,
-            t.text_match
+            -- The share of the query's term weight the memory holds, as the
+            -- caller found it (0 for a row holding no term); NULL without
+            -- query terms.
+            case when p_text_matches is not null then coalesce(m.text_match, 0) end as text_match
     ) as r
     cross join lateral (
         select
@@ -141,7 +141,7 @@ begin
 end
 $$;
 
-comment on function pgmem._recall_rows(text, pgmem.settings, text[], bigint[], public.vector, text[], real[],
+comment on function pgmem._recall_rows(text, pgmem.settings, text[], bigint[], real[], public.halfvec,
                                        timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb,
                                        text) is
     'Internal to recall: the given memories that are visible and pass the filters, with their score parts (see sql/functions/20_recall.sql, step 2).';

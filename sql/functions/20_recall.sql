@@ -4,7 +4,8 @@
 -- Pipeline of one recall:
 --   1. candidates: the `candidate_pool` nearest memories by cosine distance
 --      (when a query embedding is given) and the `candidate_pool` best
---      full-text matches (when the query text has terms), united;
+--      full-text matches, by text_match below (when the query text has
+--      terms), united;
 --   2. parts of every candidate (pgmem._recall_rows), all in [0, 1]:
 --        similarity  = max(0, cosine similarity to the query embedding)
 --        text_match  = share of the query's term weight the memory contains
@@ -13,7 +14,7 @@
 --                      memories, ln(1 + (N + 1) / (df + 1)), so rare words
 --                      count for more than a name in every other memory
 --        relevance   = w_vector·similarity + (1 − w_vector)·text_match with
---                      both inputs (settings.w_vector, default 0.5),
+--                      both inputs (settings.w_vector, default 0.6),
 --                      similarity alone with an embedding only, text_match
 --                      alone with text only (0 with neither)
 --        importance  = the memory's importance as written (not the decayed
@@ -39,8 +40,8 @@
 -- best row 1.0 however poor the match; cosine similarity and term coverage
 -- keep their meaning, so min_score and the weights behave the same for every
 -- query. Embeddings carry meaning, terms catch names and rare words; on
--- LoCoMo any w_vector from 0.3 to 0.6 scores alike (docs/eval.md) and 0.5
--- also keeps an English-only embedding model from drowning CJK term matches.
+-- LoCoMo any w_vector from 0.3 to 0.6 scores alike (docs/eval.md), and
+-- terms keep an English-only embedding model from drowning CJK matches.
 --
 -- Exact versus approximate: HNSW filters after it searches, so a subject
 -- holding 0.1% of the index loses most of its neighbours. A subject with at
@@ -134,16 +135,18 @@ declare
     v_at timestamptz := coalesce(p_as_of, p_now, pg_catalog.now());
     v_statuses text[];
     v_lexemes text[];
-    v_weights real[];
+    v_terms tsquery[];
+    -- The query vector in the column's type, cast once (not per row).
+    v_query public.halfvec;
     v_tsquery tsquery;
     v_pool integer;
     v_subject_rows integer;
     v_ann boolean;
-    v_active integer;
-    v_exact boolean;
+    v_exact boolean := false;
     v_near bigint[] := '{}';
-    v_matching bigint[] := '{}';
     v_ids bigint[] := '{}';
+    -- Each candidate's text_match (step 2), NULL without query terms.
+    v_text real[];
     -- The personal subject and the shared ones (a team's, a domain's), once each.
     v_subjects text[];
 begin
@@ -182,15 +185,20 @@ begin
     if p_embedding is not null then
         perform pgmem._check_embedding_stats(v_settings, 'p_', public.vector_dims(p_embedding), true,
                                              public.vector_norm(p_embedding));
+        v_query := p_embedding::public.halfvec;
     end if;
 
     v_statuses := case when v_at < v_now then array['active', 'superseded'] else array['active'] end;
     v_lexemes := pgmem._query_terms(p_query);  -- NULL: stop words only, nothing to match on
     if v_lexemes is not null then
-        -- pgmem._tsq(p_query), without tokenizing the query a second time.
+        -- pgmem._tsq(p_query), without tokenizing the query a second time,
+        -- and each term as a query of its own, parsed once.
         v_tsquery := (select pg_catalog.to_tsquery('pg_catalog.simple'::regconfig,
                                  pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | '))
                       from pg_catalog.unnest(v_lexemes) as l(lexeme));
+        v_terms := array(select pg_catalog.to_tsquery('pg_catalog.simple'::regconfig,
+                                                      pg_catalog.quote_literal(l.lexeme))
+                         from pg_catalog.unnest(v_lexemes) as l(lexeme));
     end if;
     -- MMR re-ranks a few times k (LangChain's fetch_k = 20 for k = 4).
     v_pool := greatest(v_settings.candidate_pool, p_k,
@@ -201,91 +209,12 @@ begin
     -- are shared subjects unless every one of them is flagged.
     select pg_catalog.count(*) filter (where s.ann) = pg_catalog.cardinality(v_subjects) into v_ann
     from pgmem.subjects as s where s.tenant_id = v_tenant and s.subject = any(v_subjects);
-    if p_embedding is not null and v_at >= v_now and v_ann and v_lexemes is null then
+    if p_embedding is not null and v_at >= v_now and v_ann then
         -- Counting stops one past the limit: cheap however big the subject.
-        -- With query terms the subject is scanned below in any case, and
-        -- that pass counts it (one pass over the rows instead of two).
         select pg_catalog.count(*) into v_subject_rows
         from (select from pgmem.memories as m
               where m.tenant_id = v_tenant and m.subject = any(v_subjects) and m.status = 'active'
               limit v_settings.exact_scan_limit + 1) as s;
-    end if;
-
-    -- Exact nearest rows from the scan below, unless counted too many.
-    v_exact := p_embedding is not null
-               and not coalesce(v_subject_rows > v_settings.exact_scan_limit, false);
-
-    if v_lexemes is not null or v_exact then
-        -- One pass over the subject's rows (btree memories_subject) yields
-        --   * the nearest rows, exactly (unless the subject was counted
-        --     above as too big for that);
-        --   * with query terms, how many active rows the subject holds:
-        --     over exact_scan_limit, HNSW replaces the nearest rows below
-        --     (distances spent in vain, for a subject bigger than the default
-        --     capacity_per_subject allows);
-        --   * the rows holding most query terms (row-level security keeps
-        --     memories_fts out of reach: see the top of this file);
-        --   * each query term's weight, pgmem._term_weight(N, df), N = the
-        --     subject's active memories and df = those holding the term.
-        -- Sorting outside the materialized CTE keeps the HNSW index out.
-        with scan as materialized (
-            select m.memory_id,
-                   m.status = 'active' as counted,
-                   m.valid_from <= v_at and (m.valid_to is null or m.valid_to > v_at)
-                       and (m.expires_at is null or m.expires_at > v_now)
-                       and (p_kinds is null or m.kind = any(p_kinds))
-                       and (p_session_id is null or m.session_id = p_session_id)
-                       and (p_since is null or m.created_at >= p_since)
-                       and (p_until is null or m.created_at < p_until)
-                       and (p_metadata is null or m.metadata @> p_metadata)
-                       and (p_agent_id is null or m.agent_id = p_agent_id) as visible,
-                   case when v_exact then m.embedding operator(public.<=>) p_embedding end as distance,
-                   t.matched,
-                   -- Only rows holding a query term are ranked or counted by
-                   -- term: the others need not carry their tsvector along.
-                   case when t.matched > 0 then m.fts end as fts
-            from pgmem.memories as m
-            cross join lateral (
-                -- How many query terms the row holds; the OR query first (a
-                -- lookup per term) spares most rows ts_delete's copy.
-                select case when m.fts operator(pg_catalog.@@) v_tsquery
-                            then pg_catalog.length(m.fts) - pg_catalog.length(pg_catalog.ts_delete(m.fts, v_lexemes))
-                            when v_lexemes is not null then 0 end as matched
-            ) as t
-            where m.tenant_id = v_tenant and m.subject = any(v_subjects) and m.status = any(v_statuses)
-        ),
-        -- The active rows holding at least one query term: a term's df
-        -- counts among these only, not over every (term, row) pair.
-        hits as materialized (
-            select s.fts from scan as s where s.counted and s.matched > 0
-        ),
-        -- Materialized: each term's tsquery is parsed once, not per row it is tested on.
-        terms as materialized (
-            select l.position,
-                   pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, pg_catalog.quote_literal(l.lexeme)) as query
-            from pg_catalog.unnest(v_lexemes) with ordinality as l(lexeme, position)
-        )
-        select array(select s.memory_id from scan as s where s.visible and s.distance is not null
-                     order by s.distance limit v_pool),
-               array(select s.memory_id from scan as s where s.visible and s.matched > 0
-                     order by s.matched desc, pg_catalog.ts_rank_cd(s.fts, v_tsquery) desc, s.memory_id desc
-                     limit v_pool),
-               (select pg_catalog.count(*) from scan as s where s.counted),
-               (select pg_catalog.array_agg(pgmem._term_weight(a.n, c.df) order by t.position)
-                from terms as t
-                cross join (select pg_catalog.count(*) as n from scan as s where s.counted) as a
-                cross join lateral (select pg_catalog.count(*) as df from hits as h where h.fts @@ t.query) as c)
-        into v_near, v_matching, v_active, v_weights;
-        if p_embedding is not null and v_at >= v_now and v_ann and v_lexemes is not null then
-            v_subject_rows := v_active;
-        end if;
-    elsif p_embedding is null and pg_catalog.btrim(coalesce(p_query, '')) = '' then
-        -- No query at all: rank every visible memory by importance and
-        -- recency. (A query of stop words only matches nothing.)
-        v_ids := array(
-            select m.memory_id
-            from pgmem.memories as m
-            where m.tenant_id = v_tenant and m.subject = any(v_subjects) and m.status = any(v_statuses));
     end if;
 
     if v_subject_rows > v_settings.exact_scan_limit then
@@ -310,17 +239,123 @@ begin
         $q$
         into v_near
         using v_tenant, v_subjects, v_at, v_now, p_kinds, p_session_id, p_since, p_until, p_metadata,
-              p_embedding, v_pool, p_agent_id;
+              v_query, v_pool, p_agent_id;
+    else
+        -- Exact nearest rows from the scan below.
+        v_exact := p_embedding is not null;
     end if;
-    if v_ids = '{}' then  -- not the no-query case
-        v_ids := v_near || v_matching;
+
+    if v_lexemes is not null or v_exact then
+        -- One pass over the subject's rows (btree memories_subject) yields
+        --   * the nearest rows, exactly (HNSW found them above for a subject
+        --     counted as too big for that);
+        --   * the rows holding a query term (row-level security keeps
+        --     memories_fts out of reach: see the top of this file), and from
+        --     them each term's weight, pgmem._term_weight(N, df), N = the
+        --     subject's active memories and df = those holding the term, and
+        --     each row's text_match, the share of the query's term weight it
+        --     holds;
+        --   * the best text matches: the rows of highest text_match.
+        -- The candidates, nearest and best matches, come out as one array of
+        -- ids and one of their text_match (NULL without query terms).
+        -- Sorting outside the materialized CTE keeps the HNSW index out.
+        with scan as materialized (
+            select m.memory_id,
+                   m.status = 'active' as counted,
+                   m.valid_from <= v_at and (m.valid_to is null or m.valid_to > v_at)
+                       and (m.expires_at is null or m.expires_at > v_now)
+                       and (p_kinds is null or m.kind = any(p_kinds))
+                       and (p_session_id is null or m.session_id = p_session_id)
+                       and (p_since is null or m.created_at >= p_since)
+                       and (p_until is null or m.created_at < p_until)
+                       and (p_metadata is null or m.metadata @> p_metadata)
+                       and (p_agent_id is null or m.agent_id = p_agent_id) as visible,
+                   case when v_exact then m.embedding operator(public.<=>) v_query end as distance,
+                   -- One test of the OR query per row; only rows holding a
+                   -- query term carry their tsvector on.
+                   case when m.fts operator(pg_catalog.@@) v_tsquery then m.fts end as fts
+            from pgmem.memories as m
+            where m.tenant_id = v_tenant and m.subject = any(v_subjects) and m.status = any(v_statuses)
+        ),
+        -- Each query term's weight and the visible rows holding it: one
+        -- lookup per (term, row holding any term).
+        postings as materialized (
+            select h.ids,
+                   pgmem._term_weight((select pg_catalog.count(*) from scan as s where s.counted), h.df) as weight
+            from pg_catalog.unnest(v_terms) as t(term)
+            cross join lateral (
+                select pg_catalog.count(*) filter (where s.counted) as df,
+                       pg_catalog.array_agg(s.memory_id) filter (where s.visible) as ids
+                from scan as s
+                where s.fts operator(pg_catalog.@@) t.term
+            ) as h
+        ),
+        matches as materialized (
+            select u.memory_id,
+                   (pg_catalog.sum(p.weight) / (select pg_catalog.sum(p2.weight) from postings as p2))::real
+                       as text_match
+            from postings as p
+            cross join lateral pg_catalog.unnest(p.ids) as u(memory_id)
+            group by u.memory_id
+        )
+        -- A grouping, not a join: its plan cannot turn into a nested loop
+        -- over every matching row for each candidate.
+        select coalesce(pg_catalog.array_agg(c.memory_id order by c.memory_id), '{}'),
+               case when v_lexemes is not null
+                    then pg_catalog.array_agg(coalesce(c.text_match, 0) order by c.memory_id) end
+        into v_ids, v_text
+        from (
+            select x.memory_id, pg_catalog.max(x.text_match) as text_match
+            from (
+                select n.memory_id, null::real as text_match, true as candidate
+                from (select s.memory_id from scan as s where s.visible and s.distance is not null
+                      order by s.distance limit v_pool) as n
+                union all
+                select n.memory_id, null, true from pg_catalog.unnest(v_near) as n(memory_id)
+                union all
+                select m.memory_id, m.text_match,
+                       pg_catalog.row_number() over (order by m.text_match desc, m.memory_id desc) <= v_pool
+                from matches as m
+            ) as x
+            group by x.memory_id
+            having pg_catalog.bool_or(x.candidate)
+        ) as c;
+    elsif p_embedding is null and pg_catalog.btrim(coalesce(p_query, '')) = '' then
+        -- No query at all: rank every visible memory by importance and
+        -- recency. (A query of stop words only matches nothing.)
+        v_ids := array(
+            select m.memory_id
+            from pgmem.memories as m
+            where m.tenant_id = v_tenant and m.subject = any(v_subjects) and m.status = any(v_statuses));
+    else
+        v_ids := v_near;  -- HNSW's, without query terms
+    end if;
+
+    if p_mmr_lambda is null and p_hops = 0 then
+        -- Steps 2 and 3 alone, the usual call: a statement small enough to
+        -- plan anew for each call's values (~0.1 ms; the one below, ~1.5 ms).
+        return query
+        select r.memory_id, r.content, r.kind, s.score, r.relevance, r.importance, r.recency, r.access_boost,
+               r.similarity, r.text_match, 0, null::bigint, null::text,
+               r.session_id, r.status, r.pinned, r.access_count, r.last_accessed_at, r.created_at,
+               r.valid_from, r.valid_to, r.metadata, r.subject
+        from pgmem._recall_rows(v_tenant, v_settings, v_subjects, v_ids, v_text, v_query,
+                                v_now, v_at,
+                                p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id) as r
+        cross join lateral (
+            select (v_settings.w_relevance::double precision * r.relevance + r.base_score)::real as score
+        ) as s
+        where s.score >= coalesce(p_min_score, 0)::real
+        order by s.score desc, r.memory_id desc
+        limit p_k;
+        return;
     end if;
 
     return query
     with recursive
     direct as materialized (
         select r.*, (v_settings.w_relevance::double precision * r.relevance + r.base_score)::real as score
-        from pgmem._recall_rows(v_tenant, v_settings, v_subjects, v_ids, p_embedding, v_lexemes, v_weights,
+        from pgmem._recall_rows(v_tenant, v_settings, v_subjects, v_ids, v_text, v_query,
                                 v_now, v_at,
                                 p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id) as r
     ),
@@ -411,7 +446,7 @@ begin
                r.valid_from, r.valid_to, r.metadata, r.subject
         from reached as c
         join pgmem._recall_rows(v_tenant, v_settings, v_subjects, array(select c2.memory_id from reached as c2),
-                                p_embedding, v_lexemes, v_weights, v_now, v_at,
+                                null, v_query, v_now, v_at,
                                 p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id) as r
             on r.memory_id = c.memory_id
         cross join lateral (
