@@ -41,36 +41,44 @@ $$;
 comment on function pgmem._content_hash(text) is
     'md5 of the normalized content; memories.content_hash, used for exact-duplicate detection.';
 
+-- plpgsql, not sql: a SQL function with a FROM clause is never inlined, and
+-- then parses and plans its body again in every statement that calls it;
+-- plpgsql keeps the plan for the session.
 create or replace function pgmem._cjk_bigrams(p_text text)
 returns text
-language sql
+language plpgsql
 immutable strict parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+begin
     -- Han, Hiragana/Katakana and Hangul runs become space-separated
     -- overlapping bigrams; a run of one character stays a unigram.
-    select coalesce(pg_catalog.string_agg(pg_catalog.substr(m.run, i.pos, 2), ' ' order by m.n, i.pos), '')
+    return (select coalesce(pg_catalog.string_agg(pg_catalog.substr(m.run, i.pos, 2), ' ' order by m.n, i.pos), '')
     from (
         select r[1] as run, row_number() over () as n
         from pg_catalog.regexp_matches(p_text, '[㐀-䶿一-鿿豈-﫿぀-ヿ가-힯]+', 'g') as r
     ) as m
-    cross join lateral pg_catalog.generate_series(1, greatest(pg_catalog.length(m.run) - 1, 1)) as i(pos)
+    cross join lateral pg_catalog.generate_series(1, greatest(pg_catalog.length(m.run) - 1, 1)) as i(pos));
+end
 $$;
 
 comment on function pgmem._cjk_bigrams(text) is
     'Overlapping character bigrams of every CJK run in the text, space-separated (for full-text search).';
 
+-- _tsv and _query_terms: no SET clause, every name qualified, so they are
+-- inlined into the statements that call them (each memory written, each
+-- recall) instead of parsed again in each.
 create or replace function pgmem._tsv(p_content text)
 returns tsvector
 language sql
 immutable strict parallel safe
 security invoker
-set search_path = pg_catalog, pg_temp
 as $$
-    select pg_catalog.to_tsvector('pg_catalog.english'::regconfig,
+    select pg_catalog.to_tsvector('pg_catalog.english'::pg_catalog.regconfig,
                pg_catalog.regexp_replace(p_content, '[㐀-䶿一-鿿豈-﫿぀-ヿ가-힯]+', ' ', 'g'))
-        || pg_catalog.to_tsvector('pg_catalog.simple'::regconfig, pgmem._cjk_bigrams(p_content))
+        operator(pg_catalog.||)
+           pg_catalog.to_tsvector('pg_catalog.simple'::pg_catalog.regconfig, pgmem._cjk_bigrams(p_content))
 $$;
 
 comment on function pgmem._tsv(text) is
@@ -135,11 +143,10 @@ returns text[]
 language sql
 immutable parallel safe
 security invoker
-set search_path = pg_catalog, pg_temp
 as $$
     -- NULL for no query, a blank one or one of stop words only: nothing to match on.
-    select case when pg_catalog.btrim(coalesce(p_query, '')) <> '' then
-               nullif(pg_catalog.tsvector_to_array(pgmem._tsv(p_query)), '{}'::text[])
+    select case when pg_catalog.btrim(coalesce(p_query, '')) operator(pg_catalog.<>) '' then
+               nullif(pg_catalog.tsvector_to_array(pgmem._tsv(p_query)), '{}'::pg_catalog.text[])
            end
 $$;
 

@@ -9,7 +9,11 @@
 
 create or replace function pgmem._login_tenant(p_role name)
 returns text
-language sql
+-- plpgsql, not sql: every statement under a tenant policy reads this, ~20
+-- per recall. A SQL function that cannot be inlined (this one is a definer)
+-- parses and plans its body again in each statement; plpgsql keeps the plan
+-- for the session.
+language plpgsql
 stable strict
 -- security definer: pgmem._tenant_logins is readable by its owner only, so
 -- a tenant role cannot list or alter the role-to-tenant map. The caller
@@ -17,10 +21,12 @@ stable strict
 security definer
 set search_path = pg_catalog, pg_temp
 as $$
-    select l.tenant_id
-    from pgmem._tenant_logins as l
-    where l.role_name = p_role
-      and pg_catalog.pg_has_role(session_user, p_role, 'MEMBER')
+begin
+    return (select l.tenant_id
+            from pgmem._tenant_logins as l
+            where l.role_name = p_role
+              and pg_catalog.pg_has_role(session_user, p_role, 'MEMBER'));
+end
 $$;
 
 comment on function pgmem._login_tenant(name) is
@@ -48,13 +54,17 @@ comment on function pgmem.current_tenant() is
 
 create or replace function pgmem._bypasses_rls()
 returns boolean
-language sql
+-- plpgsql for its cached plan, as _login_tenant: every write statement's
+-- tenant trigger asks.
+language plpgsql
 stable parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    select coalesce((select r.rolsuper or r.rolbypassrls from pg_catalog.pg_roles as r
-                     where r.rolname = current_user), false)
+begin
+    return coalesce((select r.rolsuper or r.rolbypassrls from pg_catalog.pg_roles as r
+                     where r.rolname = current_user), false);
+end
 $$;
 
 comment on function pgmem._bypasses_rls() is
