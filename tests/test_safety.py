@@ -218,3 +218,107 @@ def test_safety_functions_are_immutable_and_for_the_app(admin: psycopg.Connectio
     ).fetchall()
     assert len(rows) == 8
     assert all(r[1:] == ("i", True, False) for r in rows), rows
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags", "likes", "digits"),
+    [
+        ("lives?", "g", ["%live%"], 0),  # an optional character ends the literal
+        ("ab+c", "", ["%ab%"], 0),  # a repeated one starts a new literal
+        ("a{2,}b", "", ["%ab%"], 0),
+        ("x(?=yy)z", "", ["%x%"], 0),  # lookaround requires nothing of its own
+        ("(?<![a-z])(foo|bar)baz?", "gi", ["%bar%", "%foo%"], 0),  # the more selective set
+        ("Ab?C", "gi", ["%a%"], 0),  # lower-cased
+        ("[0-9]{3}-[0-9]{4}", "g", ["%-%"], 7),  # ASCII digits counted
+        ("[0-9X]\\d{4}", "g", None, 0),  # neither a digit-only class nor \d counts
+        ("(12|3)[0-9]", "g", ["%12%", "%3%"], 2),  # the fewest digits of the branches
+        ("100%_\\\\", "", ["%100\\%\\_\\\\%"], 3),  # LIKE's own characters escaped
+        ("a|b*", "", None, 0),  # a branch without a literal: no LIKE gate
+        ("(a|b)?c", "", ["%c%"], 0),
+        ("\\u4e00abc", "", None, 0),  # an escape it does not know: no gate at all
+        ("(?i)abc", "", None, 0),  # embedded options
+        ("abc", "x", None, 0),  # flags other than g and i
+        ("(abc", "", None, 0),  # unbalanced
+    ],
+)
+def test_a_rule_gate_is_read_from_its_pattern(
+    admin: psycopg.Connection, pattern: str, flags: str, likes: list[str] | None, digits: int
+) -> None:
+    assert admin.execute(
+        "select likes, digits from pgmem._regex_gate(%s, %s)", (pattern, flags)
+    ).fetchone() == (likes, digits)
+
+
+def test_no_match_of_a_rule_fails_its_gate(admin: psycopg.Connection) -> None:
+    """The gates are necessary conditions: every text (and every folded view of
+    it) that a secret or injection rule matches passes that rule's gate, so the
+    rule may skip every text that fails it."""
+    from pgmem.safety_eval import load_corpus
+
+    texts = [case.text for case in load_corpus()]
+    texts += [t.upper() for t in texts]
+    misses = admin.execute(
+        """
+        with texts as materialized (
+            select pgmem._safety_clean(t) as v from unnest(%s::text[]) as t
+        ),
+        folds as (
+            select array_agg(pattern order by rule_order) as p,
+                   array_agg(replacement order by rule_order) as r,
+                   array_agg(flags order by rule_order) as f
+            from pgmem.safety_rules() where category = 'fold' and kind = 'injection'
+        ),
+        views as materialized (
+            select v from texts
+            union
+            select pgmem._safety_fold(pg_catalog.normalize(v, 'NFKC'), f.p, f.r, f.f)
+            from texts, folds as f
+        ),
+        rules as (
+            select r.*, row_number() over (partition by r.category order by r.rule_order) as n
+            from pgmem.safety_rules() as r
+            where r.category in ('secret', 'injection')
+        ),
+        gates as materialized (
+            select r.rule, r.pattern, r.category = 'injection' or r.flags like '%%i%%' as folded,
+                   g[1][1]::integer as digits, g[1][2:] as likes
+            from rules as r
+            cross join lateral (select (pgmem._safety_gates(r.category))[r.n:r.n] as g) as x
+        )
+        -- Rule by rule, so each rule's expression is compiled once.
+        select g.rule, m.matched, m.missed
+        from gates as g
+        cross join lateral (
+            select count(*) filter (where x.hit) as matched,
+                   count(*) filter (where x.hit and not x.passes) as missed
+            from views as v
+            cross join lateral (
+                select case when g.folded then v.v ~* g.pattern else v.v ~ g.pattern end as hit,
+                       length(v.v) - length(translate(v.v, '0123456789', '')) >= g.digits
+                       and lower(v.v) like any (g.likes) as passes
+            ) as x
+        ) as m
+        """,
+        (texts,),
+    ).fetchall()
+    assert [rule for rule, _, missed in misses if missed] == []
+    # Not vacuous: every rule matched some of the corpus.
+    assert [rule for rule, matched, _ in misses if matched == 0] == []
+
+
+def test_ordinary_numbers_pass_few_secret_gates(admin: psycopg.Connection) -> None:
+    """What the gates are for: a time and a date open 3 of the 18 secret rules
+    (each a regular expression to compile), not all of them."""
+    opened = admin.execute(
+        """
+        select r.rule
+        from (select r.rule, row_number() over (order by r.rule_order) as n
+              from pgmem.safety_rules() as r where r.category = 'secret') as r
+        cross join lateral (select (pgmem._safety_gates('secret'))[r.n:r.n] as g) as x
+        cross join (select 'we met at 10:30 on 12 may, just after lunch' as t) as t
+        where length(t.t) - length(translate(t.t, '0123456789', '')) >= (x.g[1][1])::integer
+          and t.t like any (x.g[1][2:])
+        order by r.rule
+        """
+    ).fetchall()
+    assert [r for (r,) in opened] == ["address", "phone", "random_token"]
