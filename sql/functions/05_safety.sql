@@ -345,21 +345,32 @@ comment on function pgmem.safety_rules() is
 -- so the expression is not even compiled.
 create or replace function pgmem._gate_better(p_a text, p_b text)
 returns text
-language sql
+language plpgsql
 immutable parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    v_a text[];
+    v_b text[];
+    v_a_short integer;
+    v_b_short integer;
+begin
     -- Of two sets of literals (strings separated by U+0001, NULL: none),
     -- the more selective: the longer shortest string, then fewer strings.
-    select case when p_a is null then p_b
-                when p_b is null then p_a
-                when (a.shortest, -a.n) >= (b.shortest, -b.n) then p_a
-                else p_b end
-    from (select pg_catalog.min(pg_catalog.length(x)) as shortest, pg_catalog.count(*) as n
-          from pg_catalog.unnest(pg_catalog.string_to_array(p_a, pg_catalog.chr(1))) as x) as a,
-         (select pg_catalog.min(pg_catalog.length(x)) as shortest, pg_catalog.count(*) as n
-          from pg_catalog.unnest(pg_catalog.string_to_array(p_b, pg_catalog.chr(1))) as x) as b
+    if p_a is null or p_b is null then
+        return coalesce(p_a, p_b);
+    end if;
+    v_a := pg_catalog.string_to_array(p_a, pg_catalog.chr(1));
+    v_b := pg_catalog.string_to_array(p_b, pg_catalog.chr(1));
+    select pg_catalog.min(pg_catalog.length(x)) into v_a_short from pg_catalog.unnest(v_a) as x;
+    select pg_catalog.min(pg_catalog.length(x)) into v_b_short from pg_catalog.unnest(v_b) as x;
+    if v_a_short > v_b_short
+       or (v_a_short = v_b_short and pg_catalog.cardinality(v_a) <= pg_catalog.cardinality(v_b)) then
+        return p_a;
+    end if;
+    return p_b;
+end
 $$;
 
 comment on function pgmem._gate_better(text, text) is
@@ -384,7 +395,10 @@ declare
     v_min integer[] := array[null];    -- least digits of the finished branches
     v_look boolean[] := array[false];  -- a lookaround: matches nothing itself
     v_top integer := 1;
-    v_len integer := pg_catalog.length(p_pattern);
+    -- The pattern's characters: indexing text by position would scan it
+    -- from the start each time.
+    v_chars text[] := pg_catalog.string_to_array(p_pattern, null);
+    v_len integer := pg_catalog.cardinality(v_chars);
     v_i integer := 1;
     v_c text;
     v_e text;
@@ -401,7 +415,7 @@ begin
         return;  -- unknown flags (expanded syntax, newline modes): no gate
     end if;
     while v_i <= v_len loop
-        v_c := pg_catalog.substr(p_pattern, v_i, 1);
+        v_c := v_chars[v_i];
         v_set := null;
         v_count := 0;
         v_class := null;
@@ -412,13 +426,13 @@ begin
             v_top := v_top + 1;
             v_best[v_top] := null; v_digits[v_top] := 0; v_run[v_top] := ''; v_union[v_top] := '';
             v_dead[v_top] := false; v_min[v_top] := null; v_look[v_top] := false;
-            if pg_catalog.substr(p_pattern, v_i + 1, 1) = '?' then
-                v_e := pg_catalog.substr(p_pattern, v_i + 2, 1);
+            if v_chars[v_i + 1] = '?' then
+                v_e := v_chars[v_i + 2];
                 if v_e = ':' then
                     v_i := v_i + 2;
                 elsif v_e in ('=', '!') then
                     v_look[v_top] := true; v_i := v_i + 2;
-                elsif v_e = '<' and pg_catalog.substr(p_pattern, v_i + 3, 1) in ('=', '!') then
+                elsif v_e = '<' and v_chars[v_i + 3] in ('=', '!') then
                     v_look[v_top] := true; v_i := v_i + 3;
                 else
                     likes := null; return;  -- embedded options or unknown syntax
@@ -453,26 +467,26 @@ begin
             -- A bracket expression: one character of a set, a digit when
             -- the set holds ASCII digits only.
             v_j := v_i + 1;
-            if pg_catalog.substr(p_pattern, v_j, 1) = '^' then v_j := v_j + 1; end if;
-            if pg_catalog.substr(p_pattern, v_j, 1) = ']' then v_j := v_j + 1; end if;
-            while v_j <= v_len and pg_catalog.substr(p_pattern, v_j, 1) <> ']' loop
-                if pg_catalog.substr(p_pattern, v_j, 1) = '\' then
+            if v_chars[v_j] = '^' then v_j := v_j + 1; end if;
+            if v_chars[v_j] = ']' then v_j := v_j + 1; end if;
+            while v_j <= v_len and v_chars[v_j] <> ']' loop
+                if v_chars[v_j] = '\' then
                     v_j := v_j + 1;
-                elsif pg_catalog.substr(p_pattern, v_j, 2) in ('[:', '[.', '[=') then
-                    v_j := pg_catalog.strpos(pg_catalog.substr(p_pattern, v_j + 2),
-                                             pg_catalog.substr(p_pattern, v_j + 1, 1) || ']') + v_j + 2;
+                elsif v_chars[v_j] || v_chars[v_j + 1] in ('[:', '[.', '[=') then
+                    v_j := pg_catalog.strpos(pg_catalog.array_to_string(v_chars[v_j + 2:], ''),
+                                             v_chars[v_j + 1] || ']') + v_j + 2;
                 end if;
                 v_j := v_j + 1;
             end loop;
             if v_j > v_len then
                 likes := null; digits := 0; return;
             end if;
-            v_class := pg_catalog.substr(p_pattern, v_i + 1, v_j - v_i - 1);
+            v_class := pg_catalog.array_to_string(v_chars[v_i + 1:v_j - 1], '');
             v_count := case when v_class operator(pg_catalog.~) '^([0-9](-[0-9])?)+$' then 1 else 0 end;
             v_class := '';  -- no literal
             v_i := v_j + 1;
         elsif v_c = '\' then
-            v_e := pg_catalog.substr(p_pattern, v_i + 1, 1);
+            v_e := v_chars[v_i + 1];
             v_i := v_i + 2;
             if v_e operator(pg_catalog.~) '^[A-Za-z0-9]$' then
                 if v_e in ('m', 'M', 'y', 'Y', 'A', 'Z') then
@@ -505,14 +519,14 @@ begin
         -- '' when not a literal) and the quantifier after it.
         v_quant := 1;
         v_repeat := false;
-        v_e := pg_catalog.substr(p_pattern, v_i, 1);
+        v_e := v_chars[v_i];
         if v_e in ('*', '?') then
             v_quant := 0; v_i := v_i + 1;
         elsif v_e = '+' then
             v_repeat := true; v_i := v_i + 1;
         elsif v_e = '{' then
-            v_j := pg_catalog.strpos(pg_catalog.substr(p_pattern, v_i), '}');
-            v_e := pg_catalog.substr(p_pattern, v_i + 1, v_j - 2);
+            v_j := pg_catalog.strpos(pg_catalog.array_to_string(v_chars[v_i:], ''), '}');
+            v_e := pg_catalog.array_to_string(v_chars[v_i + 1:v_i + v_j - 2], '');
             if v_j = 0 or not v_e operator(pg_catalog.~) '^[0-9]+(,[0-9]*)?$' then
                 likes := null; digits := 0; return;
             end if;
@@ -520,7 +534,7 @@ begin
             v_repeat := true;
             v_i := v_i + v_j;
         end if;
-        if pg_catalog.substr(p_pattern, v_i, 1) = '?' and (v_quant <> 1 or v_repeat) then
+        if v_chars[v_i] = '?' and (v_quant <> 1 or v_repeat) then
             v_i := v_i + 1;  -- non-greedy
         end if;
         if v_class is null then  -- a group
