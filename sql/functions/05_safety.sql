@@ -613,6 +613,37 @@ $$;
 comment on function pgmem._safety_gates(text) is
     'The gates of one category of pgmem.safety_rules(), a row [least ASCII digits, LIKE patterns...] per rule in rule order (internal; pgmem._redact_many and pgmem._detect_injection_many test them before a rule''s expression).';
 
+-- _ascii_digits and _gate_open: no SET clause, every name qualified, so
+-- they are inlined into the loops of _redact_many and _detect_injection_many.
+create or replace function pgmem._ascii_digits(p_text text)
+returns integer
+language sql
+immutable parallel safe
+security invoker
+as $$
+    select pg_catalog.length(p_text) operator(pg_catalog.-)
+           pg_catalog.length(pg_catalog.translate(p_text, '0123456789', ''))
+$$;
+
+comment on function pgmem._ascii_digits(text) is
+    'How many ASCII digits the text holds (internal; what the gates of pgmem._safety_gates count).';
+
+create or replace function pgmem._gate_open(p_gates text[], p_rule integer, p_lower text, p_digits integer)
+returns boolean
+language sql
+immutable parallel safe
+security invoker
+as $$
+    -- Rule p_rule's gate of pgmem._safety_gates, for a text given
+    -- lower-cased and with its pgmem._ascii_digits: false means it cannot
+    -- match the rule.
+    select p_digits operator(pg_catalog.>=) (p_gates[p_rule][1])::integer
+           and p_lower operator(pg_catalog.~~) any (p_gates[p_rule:p_rule][2:])
+$$;
+
+comment on function pgmem._gate_open(text[], integer, text, integer) is
+    'Whether a text, given lower-cased and with its ASCII digits, passes rule p_rule''s gate of pgmem._safety_gates (internal; false: the rule cannot match it).';
+
 -- The rules' columns as constant arrays: called with constant arguments in
 -- a plpgsql declaration, it runs once a session, where reading
 -- pgmem.safety_rules() in each call cost ~0.5 ms (a single remember read
@@ -761,8 +792,7 @@ begin
                 v_items := v_items || item;
                 v_texts := v_texts || v_view;
                 v_lowers := v_lowers || pg_catalog.lower(v_view);
-                v_digits := v_digits || (pg_catalog.length(v_view)
-                                         - pg_catalog.length(pg_catalog.translate(v_view, '0123456789', '')));
+                v_digits := v_digits || pgmem._ascii_digits(v_view);
             end if;
         end loop;
     end loop;
@@ -773,8 +803,7 @@ begin
     for v_r in 1 .. coalesce(pg_catalog.cardinality(v_patterns), 0) loop
         for v_k in 1 .. pg_catalog.cardinality(v_texts) loop
             if v_found[v_items[v_k]] is null
-               and v_digits[v_k] >= v_gates[v_r][1]::integer
-               and v_lowers[v_k] like any (v_gates[v_r:v_r][2:])
+               and pgmem._gate_open(v_gates, v_r, v_lowers[v_k], v_digits[v_k])
                and v_texts[v_k] OPERATOR(pg_catalog.~*) v_patterns[v_r] then
                 v_found[v_items[v_k]] := v_rules[v_r];
             end if;
@@ -893,12 +922,11 @@ begin
         content := pgmem._safety_fold(content, v_fold_patterns, v_fold_replacements, v_fold_flags);
         if content OPERATOR(pg_catalog.~*) v_prefilter then
             v_lower := pg_catalog.lower(content);
-            v_digits := pg_catalog.length(content) - pg_catalog.length(pg_catalog.translate(content, '0123456789', ''));
+            v_digits := pgmem._ascii_digits(content);
             for v_r in 1 .. v_n loop
                 -- A text failing the rule's gate cannot match: its expression
                 -- is not even compiled.
-                continue when v_digits < v_gates[v_r][1]::integer
-                              or not v_lower like any (v_gates[v_r:v_r][2:]);
+                continue when not pgmem._gate_open(v_gates, v_r, v_lower, v_digits);
                 if not v_luhn[v_r] then
                     v_new := pg_catalog.regexp_replace(content, v_patterns[v_r], v_replacements[v_r], v_flags[v_r]);
                 elsif content OPERATOR(pg_catalog.~) v_patterns[v_r] then
@@ -909,8 +937,7 @@ begin
                 if v_new is distinct from content then
                     content := v_new;
                     v_lower := pg_catalog.lower(content);
-                    v_digits := pg_catalog.length(content)
-                                - pg_catalog.length(pg_catalog.translate(content, '0123456789', ''));
+                    v_digits := pgmem._ascii_digits(content);
                     if not v_kinds[v_r] = any (kinds) then
                         kinds := kinds || v_kinds[v_r];
                     end if;
