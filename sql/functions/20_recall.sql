@@ -55,8 +55,9 @@
 --
 -- Row-level security and full text: @@ is not leakproof, so under a tenant
 -- policy the planner may not evaluate it inside an index scan (before the
--- policy): memories_fts serves BYPASSRLS roles only, and tenant roles match
--- text by filtering the subject's rows. Hence the single pass above.
+-- policy): a GIN index on fts could serve BYPASSRLS roles only, and tenant
+-- roles match text by filtering the subject's rows. Hence the single pass
+-- above, and no such index (revision 0014 dropped memories_fts).
 
 -- pgmem._recall names pgvector settings (hnsw.*) in its SET clause; the
 -- migration runner loads pgvector before these files (alembic/env.py), so
@@ -249,8 +250,8 @@ begin
         -- One pass over the subject's rows (btree memories_subject) yields
         --   * the nearest rows, exactly (HNSW found them above for a subject
         --     counted as too big for that);
-        --   * the rows holding a query term (row-level security keeps
-        --     memories_fts out of reach: see the top of this file), and from
+        --   * the rows holding a query term (row-level security keeps a
+        --     full-text index out of reach: see the top of this file), and from
         --     them each term's weight, pgmem._term_weight(N, df), N = the
         --     subject's active memories and df = those holding the term, and
         --     each row's text_match, the share of the query's term weight it
