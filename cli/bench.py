@@ -471,7 +471,7 @@ def real_rows(r: bench_real.RealPointResult) -> list[tuple[str, str, str, str]]:
             f"{x('insert_single_p50')} / {x('insert_single_p95')}",
         ),
         (
-            "bytes / memory (table + indexes)",
+            "bytes / memory (table + indexes + decay)",
             f"{p.bytes_per_memory:,.0f}",
             f"{b.bytes_per_memory:,.0f}",
             x("bytes_per_memory"),
@@ -493,7 +493,7 @@ def _real_notes(r: bench_real.RealPointResult) -> str:
     return (
         f"{r.memories:,} memories in {r.subjects:,} subjects of {r.per_subject:,}; "
         f"table {r.table_bytes_per_memory:,.0f} + indexes "
-        f"{r.index_bytes_per_memory:,.0f} B/memory; "
+        f"{r.index_bytes_per_memory:,.0f} + memory_decay {r.decay_bytes_per_memory:,.0f} B/memory; "
         f"events {r.event_bytes_per_event:,.0f} B/event ({r.event_bytes_per_memory:,.0f} "
         f"B/memory), inbox {r.inbox_bytes:,} B; remember_many: {actions}; {decay}; "
         f"load {r.load_s:.0f} s + indexes {r.index_s:.0f} s; load average {before} -> {after}"

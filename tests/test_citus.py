@@ -123,6 +123,7 @@ def test_tenant_tables_are_distributed_and_colocated_globals_are_reference(
         "tasks",
         "task_steps",
         "reembed_vectors",
+        "memory_decay",
     }
     assert {n for n, k in kinds.items() if k[0] == "h"} == distributed
     assert {n for n, k in kinds.items() if k == ("n", "t")} == {
@@ -459,7 +460,7 @@ def test_lifecycle_jobs_run_from_the_coordinator(
     )
     assert run("decay")["decayed"] >= 1
     effective = admin.execute(
-        "select effective_importance from pgmem.memories where tenant_id = %s", (tenant,)
+        "select effective_importance from pgmem.memory_decay where tenant_id = %s", (tenant,)
     ).fetchone()
     assert effective is not None and effective[0] < 0.8
 

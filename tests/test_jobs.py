@@ -425,7 +425,7 @@ def test_pg_cron_really_runs_the_job(
     status, counts, _ = run
     assert (status, counts) == ("ok", {"decayed": 1})
     effective = admin.execute(
-        "select effective_importance from pgmem.memories where memory_id = %s", (mid,)
+        "select effective_importance from pgmem.memory_decay where memory_id = %s", (mid,)
     ).fetchone()
     assert effective is not None and effective[0] < 0.8
     assert [status for status, _ in details][:1] == ["succeeded"]

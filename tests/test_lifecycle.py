@@ -64,7 +64,11 @@ def add_memory(
 
 def memory(conn: psycopg.Connection, memory_id: int) -> dict:
     cur = conn.cursor(row_factory=psycopg.rows.dict_row)
-    row = cur.execute("select * from pgmem.memories where memory_id = %s", (memory_id,)).fetchone()
+    row = cur.execute(
+        "select m.*, d.effective_importance from pgmem.memories as m"
+        " left join pgmem.memory_decay as d using (tenant_id, memory_id) where m.memory_id = %s",
+        (memory_id,),
+    ).fetchone()
     assert row is not None, f"memory {memory_id} is gone"
     return row
 
@@ -258,11 +262,11 @@ def test_restore_brings_an_archived_memory_back(admin: psycopg.Connection, tenan
 
     later = now + DAY
     row = admin.execute(
-        "select memory_id, status, last_accessed_at, effective_importance"
-        " from pgmem.restore(%s, %s)",
+        "select memory_id, status, last_accessed_at from pgmem.restore(%s, %s)",
         (mid, later),
     ).fetchone()
-    assert row == (mid, "active", later, pytest.approx(0.5))
+    assert row == (mid, "active", later)
+    assert memory(admin, mid)["effective_importance"] == pytest.approx(0.5)
     assert events(admin, "restore")[mid] == {"from": "archived", "expiry_cleared": False}
     # Restored as if just used: the next archive run leaves it alone.
     assert admin.execute("select * from pgmem.archive(%s)", (later,)).fetchone() == (0, 0)
@@ -721,8 +725,9 @@ def test_decay_writes_what_the_formula_says_on_a_seeded_set(
         )
         if rng.random() < 0.3:  # decayed before, maybe long ago
             admin.execute(
-                "update pgmem.memories set effective_importance = %s where memory_id = %s",
-                (round(rng.uniform(0, importance), 3), mid),
+                "insert into pgmem.memory_decay (tenant_id, memory_id, effective_importance,"
+                " decayed_at) values (%s, %s, %s, %s)",
+                (tenant, mid, round(rng.uniform(0, importance), 3), T0 - timedelta(days=30)),
             )
         rows[mid] = memory(admin, mid)
 
@@ -751,3 +756,166 @@ def test_decay_writes_what_the_formula_says_on_a_seeded_set(
                 assert got is None, mid
             else:
                 assert got == pytest.approx(row["effective_importance"], abs=2e-6), mid
+
+
+# -- memory_decay: the stored value lives apart from the memory -----------------
+
+
+def test_decay_never_writes_a_memory_row(admin: psycopg.Connection, tenant: str) -> None:
+    """A first pass over old memories stores every value in pgmem.memory_decay and
+    leaves every memory row as it was: same version (ctid, xmin), no update counted."""
+    ids = [
+        add_memory(admin, tenant, f"old episode {i}", last_accessed_at=T0 - i * DAY)
+        for i in range(1, 41)
+    ]
+    before = admin.execute(
+        "select memory_id, ctid::text, xmin::text from pgmem.memories"
+        " where tenant_id = %s order by memory_id",
+        (tenant,),
+    ).fetchall()
+    admin.execute("select pg_stat_force_next_flush()")
+    updates = "select n_tup_upd from pg_stat_user_tables where relid = 'pgmem.memories'::regclass"
+    updated_before = admin.execute(updates).fetchone()
+
+    assert admin.execute("select pgmem.decay(%s)", (T0,)).fetchone() == (len(ids),)
+    admin.execute("select pg_stat_force_next_flush()")
+    assert admin.execute(updates).fetchone() == updated_before
+    assert (
+        admin.execute(
+            "select memory_id, ctid::text, xmin::text from pgmem.memories"
+            " where tenant_id = %s order by memory_id",
+            (tenant,),
+        ).fetchall()
+        == before
+    )
+    stored = dict(
+        admin.execute(
+            "select memory_id, effective_importance from pgmem.memory_decay"
+            " where tenant_id = %s and decayed_at = %s",
+            (tenant, T0),
+        ).fetchall()
+    )
+    assert stored.keys() == set(ids)
+    for days, mid in enumerate(ids, start=1):
+        assert stored[mid] == pytest.approx(0.5 * 2 ** (-days / 7), abs=1e-5)
+
+
+def test_decay_rows_go_with_their_memories(admin: psycopg.Connection) -> None:
+    """memory_decay has no foreign key: purge, erase_subject and drop_tenant remove the
+    rows of the memories they delete, and purge sweeps rows whose memory is gone."""
+    admin.execute("select pgmem.create_tenant('decay_a'), pgmem.create_tenant('decay_b')")
+    kept = add_memory(admin, "decay_a", "kept", subject="alice")
+    purged = add_memory(
+        admin, "decay_a", "purged", subject="alice", status="archived", status_changed_at=T0
+    )
+    erased = add_memory(admin, "decay_a", "erased", subject="bob")
+    dropped = add_memory(admin, "decay_b", "dropped")
+    for mid, tenant in (
+        (kept, "decay_a"),
+        (purged, "decay_a"),
+        (erased, "decay_a"),
+        (dropped, "decay_b"),
+    ):
+        admin.execute("insert into pgmem.memory_decay values (%s, %s, 0.25, %s)", (tenant, mid, T0))
+    # An orphan, as a decay racing an erasure can leave one.
+    admin.execute("insert into pgmem.memory_decay values ('decay_a', 999999999, 0.25, %s)", (T0,))
+
+    def stored(tenant: str) -> set[int]:
+        return {
+            r[0]
+            for r in admin.execute(
+                "select memory_id from pgmem.memory_decay where tenant_id = %s", (tenant,)
+            )
+        }
+
+    admin.execute("select pgmem.set_tenant('decay_a', false)")
+    admin.execute("select pgmem.erase_subject('bob')")
+    assert stored("decay_a") == {kept, purged, 999999999}
+    admin.execute("select * from pgmem.purge(%s, 'decay_a')", (T0 + 365 * DAY,))
+    assert status_of(admin, purged) == [None]
+    assert stored("decay_a") == {kept}
+    assert stored("decay_b") == {dropped}
+    admin.execute("select pgmem.drop_tenant('decay_b')")
+    assert stored("decay_b") == set()
+    assert stored("decay_a") == {kept}
+
+
+def test_memory_decay_is_the_tenants_own_and_never_deleted_by_it(
+    admin: psycopg.Connection, two_tenants: tuple[psycopg.Connection, psycopg.Connection]
+) -> None:
+    a, b = two_tenants
+    a_mid = add_memory(a, "ta", "a fact", last_accessed_at=T0 - 30 * DAY)
+    b_mid = add_memory(b, "tb", "b fact", last_accessed_at=T0 - 30 * DAY)
+    assert a.execute("select pgmem.decay(%s)", (T0,)).fetchone() == (1,)
+    assert b.execute("select pgmem.decay(%s)", (T0,)).fetchone() == (1,)
+    assert a.execute("select tenant_id, memory_id from pgmem.memory_decay").fetchall() == [
+        ("ta", a_mid)
+    ]
+    # Another tenant's row can be neither read, written nor created.
+    assert (
+        a.execute(
+            "update pgmem.memory_decay set effective_importance = 1 where memory_id = %s",
+            (b_mid,),
+        ).rowcount
+        == 0
+    )
+    with pytest.raises(errors.InsufficientPrivilege):
+        a.execute("insert into pgmem.memory_decay values ('tb', %s, 1, now())", (b_mid,))
+    # No DELETE (nor table-wide UPDATE): no LOCK TABLE that would stall every tenant.
+    for statement in (
+        "delete from pgmem.memory_decay",
+        "lock table pgmem.memory_decay in access exclusive mode",
+        "update pgmem.memory_decay set memory_id = memory_id + 1",
+    ):
+        with pytest.raises(errors.InsufficientPrivilege), a.transaction():
+            a.execute(statement)
+    assert memory(admin, b_mid)["effective_importance"] == pytest.approx(
+        0.5 * 2 ** (-30 / 7), abs=1e-5
+    )
+
+
+def test_concurrent_decays_store_each_value_once(
+    admin: psycopg.Connection, tenant: str, dsn: str
+) -> None:
+    """Two sessions decaying the same tenant at once: both finish, and every stored
+    value is the formula's (the second upserts over the first, never a duplicate)."""
+    import threading
+
+    ids = [
+        add_memory(admin, tenant, f"episode {i}", last_accessed_at=T0 - (i % 30) * DAY)
+        for i in range(200)
+    ]
+    results: list[int] = []
+    errors_seen: list[BaseException] = []
+    barrier = threading.Barrier(2)
+
+    def run() -> None:
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                barrier.wait()
+                row = conn.execute("select pgmem.decay(%s, %s)", (T0, tenant)).fetchone()
+                assert row is not None
+                results.append(row[0])
+        except BaseException as exc:  # reported below
+            errors_seen.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors_seen == []
+    decayed = sum(1 for i in range(200) if i % 30 > 0)  # accessed at T0: unchanged
+    assert decayed <= sum(results) <= 2 * decayed
+    rows = dict(
+        admin.execute(
+            "select memory_id, effective_importance from pgmem.memory_decay where tenant_id = %s",
+            (tenant,),
+        ).fetchall()
+    )
+    assert len(rows) == decayed
+    for i, mid in enumerate(ids):
+        if i % 30:
+            assert rows[mid] == pytest.approx(0.5 * 2 ** (-(i % 30) / 7), abs=1e-5)
+        else:
+            assert mid not in rows

@@ -487,6 +487,7 @@ def _load(conn: psycopg.Connection[Any], scale: Scale, say: Progress) -> tuple[f
     started = time.perf_counter()
     now = conn.execute(LQ.NOW).fetchone()["now"]  # type: ignore[index]
     conn.execute(Q.GENERATE_MEMORIES, {**params, "now": now})
+    conn.execute(Q.GENERATE_DECAY, {"now": now})
     load_s = time.perf_counter() - started
     say(f"{scale.memories:,}: building {len(indexes)} indexes")
     started = time.perf_counter()

@@ -43,12 +43,9 @@ order by c.relname
 # over the whole heap. Small tenants are numbered after the big subjects.
 GENERATE_MEMORIES: Final = """
 insert into pgmem.memories (tenant_id, subject, kind, content, embedding, importance,
-                            effective_importance, access_count, last_accessed_at, created_at,
-                            valid_from, session_id, source)
+                            access_count, last_accessed_at, created_at, valid_from, session_id,
+                            source)
 select r.tenant_id, r.subject, r.kind, r.content, r.embedding, r.importance,
-       -- What the hourly decay job would have stored by now: the engine's own
-       -- formula and per-kind rate (30_lifecycle.sql).
-       pgmem._decayed(r.importance, p.decay_per_second, r.last_accessed_at, %(now)s),
        r.access_count, r.last_accessed_at, r.created_at, r.created_at, r.session_id, 'import'
 from (
     select g.tenant_id, g.subject,
@@ -91,11 +88,23 @@ from (
     join public.bench_noise as n1 on n1.n = g.a
     join public.bench_noise as n2 on n2.n = g.b
 ) as r
-join pgmem._decay_policy as p on p.tenant_id = r.tenant_id and p.kind = r.kind
 """
+# What the hourly decay job would have stored by now: the engine's own
+# formula and per-kind rate (30_lifecycle.sql).
+GENERATE_DECAY: Final = """
+insert into pgmem.memory_decay (tenant_id, memory_id, effective_importance, decayed_at)
+select m.tenant_id, m.memory_id,
+       pgmem._decayed(m.importance, p.decay_per_second, m.last_accessed_at, %(now)s), %(now)s
+from pgmem.memories as m
+join pgmem._decay_policy as p on p.tenant_id = m.tenant_id and p.kind = m.kind
+"""
+# A memory's bytes: its row and index entries, and its stored effective
+# importance (pgmem.memory_decay).
 SIZES: Final = """
-select pg_catalog.pg_table_size('pgmem.memories') as table_bytes,
-       pg_catalog.pg_indexes_size('pgmem.memories') as index_bytes,
+select pg_catalog.pg_table_size('pgmem.memories')
+           + pg_catalog.pg_table_size('pgmem.memory_decay') as table_bytes,
+       pg_catalog.pg_indexes_size('pgmem.memories')
+           + pg_catalog.pg_indexes_size('pgmem.memory_decay') as index_bytes,
        (select pg_catalog.count(*) from pgmem.memories) as memories,
        (select pg_catalog.count(distinct tenant_id) from pgmem.memories) as tenants,
        (select pg_catalog.count(*) from pgmem.subjects) as subjects

@@ -81,6 +81,9 @@ select pg_catalog.pg_table_size('pgmem.memories') as table_bytes,
        pg_catalog.pg_total_relation_size('public.baseline_memories') as baseline_bytes,
        (select pg_catalog.count(*) from public.baseline_memories) as baseline_rows
 """
+# The stored effective importances (one row per memory decay has written:
+# all of them after a first pass over old imports).
+DECAY_SIZE: Final = "select pg_catalog.pg_total_relation_size('pgmem.memory_decay') as bytes"
 RECALL_EXPLAIN: Final = """
 explain (analyze, timing off, summary on, format json)
 select * from pgmem.recall(%(subject)s, %(text)s, %(embedding)s::public.vector, p_k => 10,

@@ -279,7 +279,9 @@ begin
     for v_role in select l.role_name from pgmem._tenant_logins as l where l.tenant_id = p_tenant loop
         execute pg_catalog.format('drop role if exists %I', v_role);
     end loop;
-    -- Foreign keys cascade from tenants to every tenant table.
+    -- Foreign keys cascade from tenants to every tenant table but
+    -- memory_decay, which has none (alembic 0015).
+    delete from pgmem.memory_decay as d where d.tenant_id = p_tenant;
     delete from pgmem.tenants as t where t.tenant_id = p_tenant;
     if not found then
         raise exception 'unknown pgmem tenant: %', p_tenant using errcode = 'PM002';

@@ -120,7 +120,6 @@ begin
                          when v_content_changed then null
                          else m.embedding end,
         importance = coalesce(p_importance, m.importance),
-        effective_importance = case when p_importance is not null then p_importance else m.effective_importance end,
         kind = coalesce(p_kind, m.kind),
         metadata = case when p_metadata is null then m.metadata else m.metadata || p_metadata end,
         triple_subject = case when 'triple' = any (v_changed) then pg_catalog.btrim(p_triple_subject)
@@ -132,6 +131,9 @@ begin
         updated_at = v_now
     where m.tenant_id = v_old.tenant_id and m.memory_id = v_old.memory_id
     returning m.* into v_new;
+    if p_importance is not null then  -- a new importance starts undecayed
+        perform pgmem._set_effective_importance(v_new.tenant_id, v_new.memory_id, p_importance, v_now);
+    end if;
 
     insert into pgmem.memory_events (tenant_id, memory_id, subject, event, old_content, new_content, details,
                                      created_at)

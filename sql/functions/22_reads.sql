@@ -29,11 +29,12 @@ declare
 begin
     return query
     select m.memory_id, m.subject, m.agent_id, m.session_id, m.kind, m.content, m.importance,
-           m.effective_importance, m.confidence, m.source, m.triple_subject, m.triple_predicate,
+           d.effective_importance, m.confidence, m.source, m.triple_subject, m.triple_predicate,
            m.triple_object, m.valid_from, m.valid_to, m.status, m.status_changed_at, m.pinned,
            m.access_count, m.last_accessed_at, m.expires_at, m.metadata, m.created_at, m.updated_at,
            m.embedding is not null
     from pgmem.memories as m
+    left join pgmem.memory_decay as d on d.tenant_id = m.tenant_id and d.memory_id = m.memory_id
     where m.tenant_id = v_tenant and m.memory_id = p_memory_id;
 end
 $$;
@@ -71,10 +72,11 @@ declare
 begin
     return query
     select m.memory_id, m.subject, m.agent_id, m.session_id, m.kind, m.content, m.importance,
-           m.effective_importance, m.source, m.triple_subject, m.triple_predicate, m.triple_object,
+           d.effective_importance, m.source, m.triple_subject, m.triple_predicate, m.triple_object,
            m.valid_from, m.valid_to, m.status, m.pinned, m.access_count, m.last_accessed_at,
            m.metadata, m.created_at, m.updated_at
     from pgmem.memories as m
+    left join pgmem.memory_decay as d on d.tenant_id = m.tenant_id and d.memory_id = m.memory_id
     where m.tenant_id = v_tenant
       and (p_subject is null or m.subject = p_subject)
       and (p_statuses is null or m.status = any (p_statuses))
@@ -198,11 +200,12 @@ declare
 begin
     return query
     select m.memory_id, m.subject, m.agent_id, m.session_id, m.kind, m.content,
-           m.embedding::real[], m.importance, m.effective_importance, m.confidence,
+           m.embedding::real[], m.importance, d.effective_importance, m.confidence,
            m.source, m.triple_subject, m.triple_predicate, m.triple_object, m.valid_from,
            m.valid_to, m.status, m.status_changed_at, m.pinned, m.access_count,
            m.last_accessed_at, m.expires_at, m.metadata, m.created_at, m.updated_at
     from pgmem.memories as m
+    left join pgmem.memory_decay as d on d.tenant_id = m.tenant_id and d.memory_id = m.memory_id
     where m.tenant_id = v_tenant
       and (p_subject is null or m.subject = p_subject)
       and (p_statuses is null or m.status = any (p_statuses))

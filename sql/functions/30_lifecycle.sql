@@ -131,10 +131,10 @@ comment on function pgmem._maintenance_scope(text) is
     'Tenant a maintenance call works on: p_tenant (NULL = all) for BYPASSRLS roles; the bound tenant for everyone else, 42501 when p_tenant names another (internal).';
 
 -- Stored effective importance moves only when it changes by at least this
--- much. Recall weighs importance 0.2 by default, so a 0.01 lag moves a
--- score by at most 0.002; in exchange an hourly decay rewrites a row every
--- few hours (episodic) to days (semantic) instead of every hour. Archive
--- and capacity compute the exact value themselves and do not depend on it.
+-- much: an hourly decay rewrites a value every few hours (episodic) to days
+-- (semantic) instead of every hour. Nothing ranks or archives by the stored
+-- value (recall scores importance and recency itself; archive and capacity
+-- compute the exact value), so the lag only shows in what DBAs read.
 create or replace function pgmem._decay_step()
 returns real
 language sql
@@ -146,6 +146,31 @@ $$;
 
 comment on function pgmem._decay_step() is
     'Smallest change of effective importance that decay writes (0.01; see 30_lifecycle.sql for why). Inlined, hence no SET clause (internal).';
+
+create or replace function pgmem._set_effective_importance(
+    p_tenant text,
+    p_memory_id bigint,
+    p_value real,
+    p_now timestamptz
+)
+returns void
+-- PL/pgSQL: Citus plans no SQL function that passes parameters to a
+-- distributed table (docs/scaling.md).
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    insert into pgmem.memory_decay as d (tenant_id, memory_id, effective_importance, decayed_at)
+    values (p_tenant, p_memory_id, p_value, p_now)
+    on conflict (tenant_id, memory_id) do update
+    set effective_importance = excluded.effective_importance, decayed_at = excluded.decayed_at;
+end
+$$;
+
+comment on function pgmem._set_effective_importance(text, bigint, real, timestamptz) is
+    'Stores one memory''s effective importance in pgmem.memory_decay, as of p_now (restore and update set it to the importance; internal).';
 
 create or replace function pgmem.decay(
     p_now timestamptz default pg_catalog.now(),
@@ -161,42 +186,42 @@ declare
     v_tenant text := pgmem._maintenance_scope(p_tenant);
     v_updated bigint;
 begin
-    -- Only rows whose value moves by _decay_step() are written: most rows
-    -- are left alone on most runs (no new row version, no WAL), and the
-    -- ones written can be HOT updates (no indexed column changes, and the
-    -- table keeps free space per page for them). NULL means "not decayed yet",
-    -- i.e. the importance itself, so fresh memories are not written until
-    -- they have decayed by a step. Pinned memories do not decay: their
-    -- effective importance is their importance (reset here if they were
-    -- pinned after decaying).
-    with due as (
-        select m.tenant_id, m.memory_id, v.value
-        from pgmem.memories as m
-        join pgmem.settings as p on p.tenant_id = m.tenant_id
-        cross join lateral (
-            select case when m.pinned then m.importance
-                        else pgmem._decayed(m.importance, pgmem._decay_rate(m.kind, p.half_life_preference, p.half_life_semantic,
-                                                 p.half_life_episodic, p.half_life_procedural),
-                               m.last_accessed_at, p_now)
-                   end as value
-        ) as v
-        where m.status = 'active'
-          and (v_tenant is null or m.tenant_id = v_tenant)
-          and (pg_catalog.abs(coalesce(m.effective_importance, m.importance) - v.value) >= pgmem._decay_step()
-               or (m.pinned and m.effective_importance <> m.importance))
-        for no key update of m skip locked
-    )
-    update pgmem.memories as m
-    set effective_importance = d.value
-    from due as d
-    where m.tenant_id = d.tenant_id and m.memory_id = d.memory_id;
+    -- The stored value lives in pgmem.memory_decay, a ~60-byte row per
+    -- memory: rescoring never writes a new version of the memory itself
+    -- (~2 KB, in every btree of pgmem.memories when the page has no room
+    -- for a HOT update; see alembic 0015). Only rows whose value moves by
+    -- _decay_step() are written: most rows are left alone on most runs. No
+    -- row means "not decayed yet", i.e. the importance itself, so fresh
+    -- memories are not written until they have decayed by a step. Pinned
+    -- memories do not decay: their effective importance is their importance
+    -- (reset here if they were pinned after decaying). The memories are not
+    -- locked: a value computed from a row an edit is changing meanwhile is
+    -- off by that edit until the next run, which corrects it.
+    insert into pgmem.memory_decay as d (tenant_id, memory_id, effective_importance, decayed_at)
+    select m.tenant_id, m.memory_id, v.value, p_now
+    from pgmem.memories as m
+    join pgmem.settings as p on p.tenant_id = m.tenant_id
+    left join pgmem.memory_decay as o on o.tenant_id = m.tenant_id and o.memory_id = m.memory_id
+    cross join lateral (
+        select case when m.pinned then m.importance
+                    else pgmem._decayed(m.importance, pgmem._decay_rate(m.kind, p.half_life_preference, p.half_life_semantic,
+                                             p.half_life_episodic, p.half_life_procedural),
+                           m.last_accessed_at, p_now)
+               end as value
+    ) as v
+    where m.status = 'active'
+      and (v_tenant is null or m.tenant_id = v_tenant)
+      and (pg_catalog.abs(coalesce(o.effective_importance, m.importance) - v.value) >= pgmem._decay_step()
+           or (m.pinned and o.effective_importance <> m.importance))
+    on conflict (tenant_id, memory_id) do update
+    set effective_importance = excluded.effective_importance, decayed_at = excluded.decayed_at;
     get diagnostics v_updated = row_count;
     return v_updated;
 end
 $$;
 
 comment on function pgmem.decay(timestamptz, text) is
-    'Decays effective importance of active memories: importance · exp(−λ·time since last access), λ = ln 2 / half_life_<kind> from the tenant''s settings; pinned memories keep their importance. Writes only rows that change by ≥ 0.01 (NULL counts as the undecayed importance); returns how many. p_tenant (BYPASSRLS roles) limits it to one tenant.';
+    'Decays effective importance of active memories into pgmem.memory_decay: importance · exp(−λ·time since last access), λ = ln 2 / half_life_<kind> from the tenant''s settings; pinned memories keep their importance. Writes only values that change by ≥ 0.01 (no row counts as the undecayed importance), never the memories themselves; returns how many. p_tenant (BYPASSRLS roles) limits it to one tenant.';
 
 create or replace function pgmem.archive(
     p_now timestamptz default pg_catalog.now(),
@@ -232,10 +257,18 @@ begin
     ),
     archived as (
         update pgmem.memories as m
-        set status = 'archived', status_changed_at = p_now, effective_importance = d.score
+        set status = 'archived', status_changed_at = p_now
         from due as d
         where m.tenant_id = d.tenant_id and m.memory_id = d.memory_id
         returning d.*
+    ),
+    -- The score it was archived with, as its effective importance.
+    scored as (
+        insert into pgmem.memory_decay as x (tenant_id, memory_id, effective_importance, decayed_at)
+        select a.tenant_id, a.memory_id, a.score, p_now
+        from archived as a
+        on conflict (tenant_id, memory_id) do update
+        set effective_importance = excluded.effective_importance, decayed_at = excluded.decayed_at
     ),
     logged as (
         insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
@@ -428,10 +461,10 @@ begin
     set status = 'active',
         status_changed_at = p_now,
         last_accessed_at = greatest(m.last_accessed_at, p_now),
-        effective_importance = m.importance,
         expires_at = case when v_expired then null else m.expires_at end
     where m.tenant_id = v_memory.tenant_id and m.memory_id = v_memory.memory_id
     returning m.* into v_memory;
+    perform pgmem._set_effective_importance(v_memory.tenant_id, v_memory.memory_id, v_memory.importance, p_now);
     insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
     values (v_memory.tenant_id, v_memory.memory_id, v_memory.subject, 'restore',
             pg_catalog.jsonb_build_object('from', 'archived', 'expiry_cleared', v_expired), p_now);

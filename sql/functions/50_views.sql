@@ -14,13 +14,14 @@ select
     pg_catalog.count(*) as memories,
     pg_catalog.count(*) filter (where m.pinned) as pinned,
     pg_catalog.avg(m.importance)::real as avg_importance,
-    -- Never-decayed rows (effective_importance NULL) count at full importance.
-    pg_catalog.avg(coalesce(m.effective_importance, m.importance))::real as avg_effective_importance,
+    -- Never-decayed rows (no memory_decay row) count at full importance.
+    pg_catalog.avg(coalesce(d.effective_importance, m.importance))::real as avg_effective_importance,
     pg_catalog.sum(m.access_count) as accesses,
     pg_catalog.min(m.created_at) as oldest,
     pg_catalog.max(m.created_at) as newest,
     pg_catalog.max(m.last_accessed_at) as last_accessed_at
 from pgmem.memories as m
+left join pgmem.memory_decay as d on d.tenant_id = m.tenant_id and d.memory_id = m.memory_id
 group by m.tenant_id, m.subject, m.kind, m.status;
 
 comment on view pgmem.memory_stats is

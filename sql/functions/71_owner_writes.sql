@@ -80,7 +80,12 @@ begin
     into v_counts;
     -- Every row about the subject hangs off its subjects row (foreign keys
     -- ON DELETE CASCADE): memories, their links in both directions, events,
-    -- inbox jobs, sessions and tasks go with it.
+    -- inbox jobs, sessions and tasks go with it. The memories' decay rows
+    -- have no foreign key (alembic 0015): they go first.
+    delete from pgmem.memory_decay as d
+    using pgmem.memories as m
+    where m.tenant_id = p_tenant and m.subject = p_subject
+      and d.tenant_id = m.tenant_id and d.memory_id = m.memory_id;
     delete from pgmem.subjects as s where s.tenant_id = p_tenant and s.subject = p_subject;
     -- The tombstone names neither the subject nor any content: only that an
     -- erasure happened, when, by whom (the session's role) and how much it removed.
@@ -145,6 +150,13 @@ begin
         from purged as p
     )
     select pg_catalog.count(*) into memories from purged;
+    -- Decay rows whose memory is gone: the ones just purged, and any a
+    -- decay racing an erasure wrote (memory_decay has no foreign key,
+    -- alembic 0015).
+    delete from pgmem.memory_decay as d
+    where (p_tenant is null or d.tenant_id = p_tenant)
+      and not exists (select from pgmem.memories as m
+                      where m.tenant_id = d.tenant_id and m.memory_id = d.memory_id);
 
     -- Finished inbox rows keep the worker's result for the grace; failed
     -- ones (with the redacted turn) for settings.failed_retention.
@@ -166,7 +178,7 @@ end
 $$;
 
 comment on function pgmem._purge_rows(text, timestamptz) is
-    'The deletes of pgmem.purge with the owner''s rights, for a session that may act for the tenant (NULL: every tenant, owner sessions only): due memories go, their events lose content, done and expired failed inbox rows go (internal).';
+    'The deletes of pgmem.purge with the owner''s rights, for a session that may act for the tenant (NULL: every tenant, owner sessions only): due memories go with their memory_decay rows (and any orphaned one), their events lose content, done and expired failed inbox rows go (internal).';
 
 -- The deletes of the session and task layers (revision 0005 revoked DELETE
 -- on their tables from the app roles, as 0002 did for the long-term ones).

@@ -132,7 +132,7 @@ begin
     -- subjects first: the others are colocated with it (and reference it).
     foreach v_table in array array['subjects', 'memories', 'memory_links', 'memory_events', 'inbox',
                                      'sessions', 'session_messages', 'session_summaries', 'tasks', 'task_steps',
-                                     'reembed_vectors'] loop
+                                     'reembed_vectors', 'memory_decay'] loop
         if not exists (select from pg_catalog.pg_dist_partition as p
                        where p.logicalrelid = pg_catalog.format('pgmem.%I', v_table)::regclass
                          and p.partmethod = 'h') then
