@@ -70,6 +70,43 @@ def test_up_down_up_gives_the_same_database(empty_dsn: str, dsn: str) -> None:
     assert schema.current_revision(empty_dsn) == schema.status(empty_dsn)["head"]
 
 
+def test_stored_effective_importance_moves_to_memory_decay_and_back(empty_dsn: str) -> None:
+    """Revision 0015 carries each stored effective importance from the memory row into
+    pgmem.memory_decay (NULL: no row), and its downgrade carries it back."""
+    schema.upgrade(empty_dsn, "0014")
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("insert into pgmem.tenants (tenant_id) values ('acme')")
+        conn.execute("insert into pgmem.subjects (tenant_id, subject) values ('acme', 'alice')")
+        decayed, fresh = (
+            conn.execute(
+                "insert into pgmem.memories (tenant_id, subject, kind, content, importance,"
+                " effective_importance) values ('acme', 'alice', 'episodic', %s, 0.5, %s)"
+                " returning memory_id",
+                (content, value),
+            ).fetchone()[0]  # type: ignore[index]
+            for content, value in (("decayed once", 0.3), ("never decayed", None))
+        )
+    schema.upgrade(empty_dsn)
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute(
+            "select tenant_id, memory_id, effective_importance from pgmem.memory_decay"
+        ).fetchall() == [("acme", decayed, pytest.approx(0.3))]
+        assert conn.execute(
+            "select count(*) from pg_attribute where attrelid = 'pgmem.memories'::regclass"
+            " and attname = 'effective_importance' and not attisdropped"
+        ).fetchone() == (0,)
+    schema.downgrade(empty_dsn, "0014")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute(
+            "select memory_id, effective_importance from pgmem.memories order by memory_id"
+        ).fetchall() == [(decayed, pytest.approx(0.3)), (fresh, None)]
+        assert conn.execute("select to_regclass('pgmem.memory_decay')").fetchone() == (None,)
+        # The view DBAs read still works, on the column again.
+        assert conn.execute(
+            "select avg_effective_importance from pgmem.memory_stats"
+        ).fetchone() == (pytest.approx(0.4),)
+
+
 def test_reviewed_sql_builds_the_same_database(empty_dsn: str, dsn: str) -> None:
     """`pgmem migrate --sql` is what a DBA reviews: applied by hand it must match."""
     script = schema.upgrade_sql()
