@@ -181,6 +181,10 @@ language plpgsql
 volatile
 security invoker
 set search_path = pg_catalog, pg_temp
+-- The pass hashes the stored values (~30 bytes a memory): at the default
+-- 4 MB a 1M-memory pass spilled to disk in batches (2.35 s against 1.9 s
+-- measured). Reset when the function returns.
+set work_mem = '64MB'
 as $$
 declare
     v_tenant text := pgmem._maintenance_scope(p_tenant);
