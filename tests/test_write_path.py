@@ -23,7 +23,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from conftest import Db, Tenant
-from test_remember import remember, remember_many
+from test_remember import remember, remember_many, vec
 
 ZH_PERSONAS = Path("pgmem/lab/data/zh_personas.json")
 # Beside the repository, as for test_eval; PGMEM_LOCOMO names it from a worktree elsewhere.
@@ -370,7 +370,7 @@ def test_neighbours_of_many_facts_are_those_of_each_alone(acme: Tenant, db: Db) 
         "我喜欢咖啡",
         "Thanks, see you soon!",
     ]
-    # Seven probes take the hash join of terms, one alone the array test.
+    # Seven probes read the subject once; each alone reads it again.
     together = acme.conn.execute(NEIGHBOURS, {"tenant": acme.name, "contents": new}).fetchall()
     alone = [
         (i + 1, *row[1:])
@@ -384,3 +384,50 @@ def test_neighbours_of_many_facts_are_those_of_each_alone(acme: Tenant, db: Db) 
     assert {(1, "change"), (2, "antonym"), (3, "negation"), (4, "number"), (6, "negation")} <= rules
     # Without vectors no row is nearest.
     assert not any(row[2] for row in together)
+
+
+def test_neighbours_are_the_nearest_sixteen_that_pass_the_test(acme: Tenant, db: Db) -> None:
+    # Forty rows below conflict_threshold, in order of similarity to the new
+    # fact; every other one shares a term ("guitar") with it. The candidates
+    # are the sixteen nearest sharers, nearest first, whatever the nearer rows
+    # that share nothing; the nearest row is the nearest of all.
+    colours = [
+        "red",
+        "blue",
+        "green",
+        "amber",
+        "violet",
+        "silver",
+        "golden",
+        "scarlet",
+        "ivory",
+        "olive",
+    ]
+    stored = []
+    for i in range(40):
+        place = f"{colours[i % 10]} {['north', 'south', 'east', 'west'][i // 10]}"
+        content = (
+            f"Tuned the guitar before the {place} show"
+            if i % 2
+            else f"Watered the plants in the {place} garden"
+        )
+        stored.append(
+            {
+                "content": content,
+                "embedding": vec(0, 0.65 - 0.01 * i, 1 + i),
+                "check_conflicts": False,
+            }
+        )
+    ids = [row[2] for row in remember_many(acme.conn, stored, subject="alice")]
+    assert len(set(ids)) == 40
+    found = acme.conn.execute(
+        """select n.memory_id, n.nearest
+           from pgmem._neighbours(%(tenant)s, (select s from pgmem.settings as s where s.tenant_id = %(tenant)s),
+                                  'alice',
+                                  array[row(1, 'Sold the guitar yesterday', %(embedding)s::real[]::halfvec,
+                                            now(), pgmem._conflict_terms('Sold the guitar yesterday'),
+                                            pgmem._conflict_marks('Sold the guitar yesterday'),
+                                            true)::pgmem.write_probe]) as n""",
+        {"tenant": acme.name, "embedding": vec(0)},
+    ).fetchall()
+    assert found == [(ids[0], True)] + [(ids[i], False) for i in range(1, 33, 2)]

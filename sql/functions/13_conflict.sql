@@ -465,15 +465,13 @@ declare
     v_old_terms text[];
     v_new_terms text[];
     v_rule record;
+    v_found text;
 begin
     if p_old is null or p_new is null then
         return null;
     end if;
     -- Most pairs carry nothing any rule looks for: their marks say so.
     if not pgmem._may_contradict(p_old_marks, p_new_marks) then
-        return null;
-    end if;
-    if pgmem._normalize(p_old) = pgmem._normalize(p_new) then
         return null;
     end if;
     v_numbers := 'digits' = any (p_old_marks) and 'digits' = any (p_new_marks)
@@ -486,17 +484,15 @@ begin
                  order by 1)
            = array(select pg_catalog.regexp_replace(t, v_number, '#', 'g') from pg_catalog.unnest(p_new_terms) as t
                    order by 1) then
-        return 'number';
-    end if;
-
+        v_found := 'number';
     -- negation: the same statement, the other polarity.
-    if v_old_negative <> v_new_negative and pgmem._terms_alike(p_old_terms, p_new_terms, 2) then
-        return 'negation';
+    elsif v_old_negative <> v_new_negative and pgmem._terms_alike(p_old_terms, p_new_terms, 2) then
+        v_found := 'negation';
     end if;
 
     -- antonym: one word of a pair in each fact, the rest alike, same polarity.
     -- Only the pairs both facts name are read, with the text.
-    if v_old_negative = v_new_negative
+    if v_found is null and v_old_negative = v_new_negative
        and exists (select from pg_catalog.unnest(p_new_marks) as k
                    where k like 'antonym:%' and k = any (p_old_marks)) then
         v_old := pgmem._conflict_text(p_old);
@@ -510,13 +506,17 @@ begin
         loop
             if pgmem._terms_alike(pgmem._conflict_terms(p_old, array[v_rule.pattern, v_rule.partner]),
                                   pgmem._conflict_terms(p_new, array[v_rule.pattern, v_rule.partner]), 1) then
-                return 'antonym';
+                v_found := 'antonym';
+                exit;
             end if;
         end loop;
     end if;
 
-    -- change: a change marker, and another value of the same one-valued attribute.
-    if v_new_change then
+    -- change: a change marker, and another value of the same one-valued
+    -- attribute. Only the attributes both facts name are read, with the text.
+    if v_found is null and v_new_change
+       and exists (select from pg_catalog.unnest(p_new_marks) as k
+                   where k like 'attribute:%' and k = any (p_old_marks)) then
         for v_rule in
             select v.pattern from pgmem.conflict_vocabulary() as v
             where v.category = 'attribute' and 'attribute:' || v.name = any (p_old_marks)
@@ -526,11 +526,17 @@ begin
             v_new_terms := pgmem._conflict_terms(p_new, array[v_rule.pattern]);
             if pg_catalog.cardinality(v_old_terms) > 0 and pg_catalog.cardinality(v_new_terms) > 0
                and not (v_old_terms <@ v_new_terms or v_new_terms <@ v_old_terms) then
-                return 'change';
+                v_found := 'change';
+                exit;
             end if;
         end loop;
     end if;
-    return null;
+    -- The same statement twice is no contradiction (asked last: two
+    -- normalizations cost more than the rules, which most pairs fail).
+    if v_found is not null and pgmem._normalize(p_old) = pgmem._normalize(p_new) then
+        return null;
+    end if;
+    return v_found;
 end
 $$;
 
@@ -573,11 +579,6 @@ set search_path = pg_catalog, pg_temp
 set jit = off
 as $$
 #variable_conflict use_column
-declare
-    -- Which pairs share a term: for a few probes an array test of each pair
-    -- (~2 us); for many, a hash join of the words (~6 ms a subject, however
-    -- many probes).
-    v_join_terms boolean := pg_catalog.cardinality(p_probes) > 3;
 begin
     -- What a write must know of its subject's active memories, for each new
     -- fact (probe) at once, from one read of the subject (an exact scan, as
@@ -590,66 +591,55 @@ begin
     --    ("likes dark mode" and "prefers light mode" share "mode"), or of the
     --    same one-valued attribute ("lives in Hangzhou", "moved to
     --    Shanghai"); the 16 nearest, nearest first.
-    -- The rules read the two statements in the order they became true, for
-    -- the 16 candidates only, after the ranking (a shared term alone admits
-    -- dozens of a subject's rows on real text); only those rows' text is read.
+    -- The neighbour test runs on the rows in similarity order and stops at
+    -- the 16th that passes: on real text a shared term admits half of a
+    -- subject, so it runs on a few dozen rows, not on all (an overlap of two
+    -- text arrays costs ~6 us). The rules read the two statements in the
+    -- order they became true, for the 16 only; only those rows' text is read.
     return query
         with probes as materialized (
             select p.item, p.content, p.embedding, p.valid_from, p.terms, p.marks, p.check_conflicts,
                    array(select k from pg_catalog.unnest(p.marks) as k where k like 'attribute:%') as attributes
             from pg_catalog.unnest(p_probes) as p
         ),
-        -- Every (probe, row) distance, once (NULL where either has no
-        -- vector), in one scan of the subject.
-        pairs as materialized (
-            select p.item, m.memory_id, m.embedding OPERATOR(public.<=>) p.embedding as distance,
-                   p.check_conflicts
-                   and ((not v_join_terms
-                         -- Rows stored before alembic 0012 hold no features: their text is read.
-                         and coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)) && p.terms)
-                        or (p.attributes <> '{}'
-                            and coalesce(m.conflict_marks, pgmem._conflict_marks(m.content)) && p.attributes))
-                       as shares
+        -- The subject, read once. Rows stored before alembic 0012 hold no
+        -- features: their text is read.
+        subject_rows as materialized (
+            select m.memory_id, m.embedding,
+                   coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)) as terms,
+                   coalesce(m.conflict_marks, pgmem._conflict_marks(m.content)) as marks
             from pgmem.memories as m
-            cross join probes as p
             where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
         ),
-        joined as (
-            select distinct p.item, m.memory_id
-            from probes as p
-            cross join pg_catalog.unnest(p.terms) as t(term)
-            join (select m.memory_id, t.term
-                  from pgmem.memories as m
-                  cross join pg_catalog.unnest(coalesce(m.conflict_terms, pgmem._conflict_terms(m.content))) as t(term)
-                  where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active') as m
-              on m.term = t.term
-            where v_join_terms and p.check_conflicts
-        ),
         -- The nearest row of each probe: the smallest distance, then the
-        -- smallest id (hash aggregates, not a sort of every pair).
+        -- smallest id (NULL where either has no vector: no match).
         nearest as (
-            select d.item, pg_catalog.min(d.memory_id) as memory_id, d.distance
-            from pairs as d
-            join (select d.item, pg_catalog.min(d.distance) as distance
-                  from pairs as d
-                  where d.distance <> 'NaN'::double precision
-                  group by d.item) as m on m.item = d.item and m.distance = d.distance
-            group by d.item, d.distance
+            select p.item, n.memory_id, n.distance
+            from probes as p
+            cross join lateral (
+                select r.memory_id, r.embedding OPERATOR(public.<=>) p.embedding as distance
+                from subject_rows as r
+                where r.embedding OPERATOR(public.<=>) p.embedding <> 'NaN'::double precision
+                order by 2, r.memory_id
+                limit 1) as n
         ),
         candidates as (
-            select c.item, c.memory_id, c.similarity
-            from (select d.item, d.memory_id, (1 - d.distance)::real as similarity,
-                         pg_catalog.row_number() over (partition by d.item
-                                                       order by (1 - d.distance)::real desc nulls last,
-                                                                d.memory_id desc) as rank
-                  from pairs as d
-                  join probes as p on p.item = d.item
-                  where p.check_conflicts
-                    and (((1 - d.distance)::real >= p_settings.conflict_threshold
-                          and (1 - d.distance)::real <> 'NaN'::real)
-                         or d.shares
-                         or (d.item, d.memory_id) in (select j.item, j.memory_id from joined as j))) as c
-            where c.rank <= 16
+            select p.item, c.memory_id, c.similarity, c.terms, c.marks
+            from probes as p
+            cross join lateral (
+                select d.memory_id, d.similarity, d.terms, d.marks
+                -- OFFSET 0: every row sorted first, the test below run in that
+                -- order until 16 pass
+                from (select r.memory_id, (1 - (r.embedding OPERATOR(public.<=>) p.embedding))::real as similarity,
+                             r.terms, r.marks
+                      from subject_rows as r
+                      order by 2 desc nulls last, r.memory_id desc
+                      offset 0) as d
+                where (d.similarity >= p_settings.conflict_threshold and d.similarity <> 'NaN'::real)
+                   or d.terms && p.terms
+                   or (p.attributes <> '{}' and d.marks && p.attributes)
+                limit 16) as c
+            where p.check_conflicts
         )
         select n.item, n.memory_id, true as nearest, null::text as rule, (1 - n.distance)::real as similarity,
                m.valid_from, m.confidence, m.content
@@ -658,21 +648,14 @@ begin
         union all
         select c.item, c.memory_id, false,
                case when m.valid_from > p.valid_from
-                    then case when pgmem._may_contradict(p.marks, r.marks)
-                              then pgmem._contradiction(p.content, p.terms, p.marks, m.content, r.terms, r.marks) end
-                    when pgmem._may_contradict(r.marks, p.marks)
-                    then pgmem._contradiction(m.content, r.terms, r.marks, p.content, p.terms, p.marks) end,
+                    then case when pgmem._may_contradict(p.marks, c.marks)
+                              then pgmem._contradiction(p.content, p.terms, p.marks, m.content, c.terms, c.marks) end
+                    when pgmem._may_contradict(c.marks, p.marks)
+                    then pgmem._contradiction(m.content, c.terms, c.marks, p.content, p.terms, p.marks) end,
                c.similarity, m.valid_from, m.confidence, m.content
         from candidates as c
         join probes as p on p.item = c.item
         join pgmem.memories as m on m.tenant_id = p_tenant and m.memory_id = c.memory_id
-        cross join lateral (
-            -- OFFSET 0: plain columns, so pgmem._may_contradict is inlined
-            -- (PostgreSQL will not inline it over an expensive argument it
-            -- reads twice, and the call cost more than the test).
-            select coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)) as terms,
-                   coalesce(m.conflict_marks, pgmem._conflict_marks(m.content)) as marks
-            offset 0) as r
         order by item, nearest desc, similarity desc nulls last, memory_id desc;
 end
 $$;
