@@ -422,12 +422,12 @@ def test_neighbours_are_the_nearest_sixteen_that_pass_the_test(acme: Tenant, db:
     assert len(set(ids)) == 40
     found = acme.conn.execute(
         """select n.memory_id, n.nearest
-           from pgmem._neighbours(%(tenant)s, (select s from pgmem.settings as s where s.tenant_id = %(tenant)s),
-                                  'alice',
-                                  array[row(1, 'Sold the guitar yesterday', %(embedding)s::real[]::halfvec,
-                                            now(), pgmem._conflict_terms('Sold the guitar yesterday'),
-                                            pgmem._conflict_marks('Sold the guitar yesterday'),
-                                            true)::pgmem.write_probe]) as n""",
-        {"tenant": acme.name, "embedding": vec(0)},
+           from pgmem._neighbours(
+               %(tenant)s, (select s from pgmem.settings as s where s.tenant_id = %(tenant)s),
+               'alice',
+               array[row(1, %(new)s, %(embedding)s::real[]::halfvec, now(),
+                         pgmem._conflict_terms(%(new)s), pgmem._conflict_marks(%(new)s),
+                         true)::pgmem.write_probe]) as n""",
+        {"tenant": acme.name, "embedding": vec(0), "new": "Sold the guitar yesterday"},
     ).fetchall()
     assert found == [(ids[0], True)] + [(ids[i], False) for i in range(1, 33, 2)]
