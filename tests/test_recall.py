@@ -613,6 +613,51 @@ def test_hnsw_path_for_big_subjects_agrees_with_the_exact_scan(
     assert len(exact_hybrid & {r["memory_id"] for r in hybrid}) >= 9, (exact_hybrid, hybrid)
 
 
+def test_the_k_best_are_those_of_ranking_every_candidate(
+    acme: Store, admin: psycopg.Connection, now: dt.datetime
+) -> None:
+    # An exact scan keeps only the k best candidates, by the parts it read,
+    # before reading whole rows: the answer must be the first k of ranking
+    # every candidate. Every part varies (pinned rows, kinds with other
+    # half-lives, access counts, ages, importance, rows with no vector), and
+    # the pool covers the subject, so k = 1000 ranks every candidate.
+    rng = random.Random(20261201)
+    words = ["tea", "coffee", "hiking", "piano", "paris"]
+    words += ["budget", "dog", "garden", "chess", "salsa"]
+    kinds = list(KIND_HALF_LIFE)
+    for i in range(160):
+        acme.add(
+            f"note {i} about {' and '.join(rng.sample(words, rng.randint(1, 3)))}",
+            kind=rng.choice(kinds),
+            embedding=None if i % 9 == 0 else [rng.gauss(0, 1) for _ in range(DIMS)],
+            importance=round(rng.random(), 2),
+            last_accessed_at=now - dt.timedelta(hours=rng.uniform(0, 2000)),
+            access_count=rng.choice([0, 0, 1, 3, 20, 150]),
+            pinned=rng.random() < 0.1,
+        )
+    set_settings(admin, "acme", candidate_pool=1000)
+    query = [rng.gauss(0, 1) for _ in range(DIMS)]
+    fortieth = acme.recall("coffee salsa", query, k=40)[-1]["score"]
+    cases: list[tuple[str | None, Vector | None, dict[str, Any]]] = [
+        ("tea and hiking in paris", query, {}),
+        ("budget", query, {}),
+        (None, query, {}),
+        ("piano chess", None, {}),
+        ("garden dog", query, {"kinds": ["semantic", "episodic"]}),
+        # a minimum score that keeps about forty rows
+        ("coffee salsa", query, {"min_score": fortieth}),
+        ("coffee salsa", query, {"hops": 1}),
+    ]
+    for text, embedding, params in cases:
+        everything = acme.recall(text, embedding, k=1000, **params)
+        assert len(everything) > 30, (text, params)
+        for k in (1, 7, 10, 30):
+            best = acme.recall(text, embedding, k=k, **params)
+            assert [(r["memory_id"], r["score"]) for r in best] == [
+                (r["memory_id"], r["score"]) for r in everything[:k]
+            ], (text, params, k)
+
+
 # ---------------------------------------------------------------------- context
 
 

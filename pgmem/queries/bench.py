@@ -190,7 +190,7 @@ cross join lateral pgmem._recall_rows(
     %(embedding)s::public.halfvec,
     %(now)s, %(now)s, null, null, null, null, null, null) as r
 where s.tenant_id = %(tenant)s
-order by (s.w_relevance::double precision * r.relevance + r.base_score)::real desc, r.memory_id desc
+order by pgmem._score(s, r.relevance, r.base_score) desc, r.memory_id desc
 limit 10
 """
 # New memories for existing subjects, with precomputed embeddings.

@@ -12,6 +12,124 @@ drop function if exists pgmem._recall_rows(text, pgmem.settings, text[], bigint[
                                            timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb,
                                            text);
 
+-- The score parts as expressions, in one place: pgmem._recall_rows computes
+-- them for the rows it returns, and pgmem._recall for every candidate of an
+-- exact scan, to keep only the k best. SQL with no SET clause and qualified
+-- operators, each argument read once where a caller may pass an expression:
+-- PostgreSQL inlines them into the statements that call them.
+create or replace function pgmem._similarity(p_distance double precision)
+returns real
+language sql
+immutable parallel safe
+security invoker
+as $$
+    -- A zero vector has no direction: its distance is NaN, treated as
+    -- unrelated. The distance is read once (float8larger is strict), so an
+    -- inlined call computes it once.
+    select pg_catalog.float8larger(0, 1 operator(pg_catalog.-) nullif(p_distance, 'NaN'::double precision))::real
+$$;
+
+comment on function pgmem._similarity(double precision) is
+    'Recall''s similarity part: max(0, 1 - cosine distance), NULL for no vector or a NaN distance (internal).';
+
+create or replace function pgmem._relevance(
+    p_settings pgmem.settings,
+    p_by_vector boolean,
+    p_by_text boolean,
+    p_similarity real,
+    p_text_match real
+)
+returns real
+language sql
+immutable parallel safe
+security invoker
+as $$
+    select (case
+                when p_by_vector and p_by_text
+                    then (p_settings.w_vector operator(pg_catalog.*) coalesce(p_similarity, 0))
+                         operator(pg_catalog.+) ((1 operator(pg_catalog.-) p_settings.w_vector)
+                                                 operator(pg_catalog.*) p_text_match)
+                when p_by_vector then coalesce(p_similarity, 0)
+                when p_by_text then p_text_match
+                else 0
+            end)::real
+$$;
+
+comment on function pgmem._relevance(pgmem.settings, boolean, boolean, real, real) is
+    'Recall''s relevance part: w_vector·similarity + (1 − w_vector)·text_match when the query has a vector and terms, either one alone otherwise, 0 with neither (internal).';
+
+create or replace function pgmem._recency(
+    p_pinned boolean,
+    p_last_accessed_at timestamptz,
+    p_now timestamptz,
+    p_half_life_seconds double precision
+)
+returns real
+language sql
+immutable parallel safe
+security invoker
+as $$
+    -- exp(-λ·h) with λ = ln 2 / half-life: 0.5 per half-life since the last access.
+    select (case when p_pinned then 1
+                 else pg_catalog.exp(((operator(pg_catalog.-) pg_catalog.ln(2))
+                                      operator(pg_catalog.*) greatest(0, extract(epoch from p_now operator(pg_catalog.-)
+                                                                                           p_last_accessed_at)))
+                                     operator(pg_catalog./) p_half_life_seconds)
+            end)::real
+$$;
+
+comment on function pgmem._recency(boolean, timestamptz, timestamptz, double precision) is
+    'Recall''s recency part: 0.5 per half-life of the memory''s kind since its last access, 1 when pinned (internal).';
+
+create or replace function pgmem._access_boost(p_access_count integer)
+returns real
+language sql
+immutable parallel safe
+security invoker
+as $$
+    -- Log of use frequency, as ACT-R's base-level activation; full at 100 uses.
+    select least(1, pg_catalog.ln(1 operator(pg_catalog.+) p_access_count)
+                    operator(pg_catalog./) pg_catalog.ln(101))::real
+$$;
+
+comment on function pgmem._access_boost(integer) is
+    'Recall''s access_boost part: ln(1 + access_count) / ln(101), at most 1 (internal).';
+
+create or replace function pgmem._base_score(
+    p_settings pgmem.settings,
+    p_importance real,
+    p_recency real,
+    p_access_boost real
+)
+returns double precision
+language sql
+immutable parallel safe
+security invoker
+as $$
+    -- The stored importance, not effective_importance: that one is
+    -- importance · recency (30_lifecycle.sql) and would count time twice.
+    -- (OPERATOR() syntax has one precedence, left to right: hence the parentheses.)
+    select (p_settings.w_importance::double precision operator(pg_catalog.*) p_importance)
+           operator(pg_catalog.+) (p_settings.w_recency::double precision operator(pg_catalog.*) p_recency)
+           operator(pg_catalog.+) (p_settings.w_access::double precision operator(pg_catalog.*) p_access_boost)
+$$;
+
+comment on function pgmem._base_score(pgmem.settings, real, real, real) is
+    'The score of a memory but for relevance: w_importance·importance + w_recency·recency + w_access·access_boost (internal).';
+
+create or replace function pgmem._score(p_settings pgmem.settings, p_relevance real, p_base_score double precision)
+returns real
+language sql
+immutable parallel safe
+security invoker
+as $$
+    select ((p_settings.w_relevance::double precision operator(pg_catalog.*) p_relevance)
+            operator(pg_catalog.+) p_base_score)::real
+$$;
+
+comment on function pgmem._score(pgmem.settings, real, double precision) is
+    'A recalled memory''s score: w_relevance·relevance + its base score (pgmem._base_score) (internal).';
+
 create or replace function pgmem._recall_rows(
     p_tenant text,
     p_settings pgmem.settings,
@@ -72,18 +190,10 @@ begin
     return query
     select m.memory_id, m.content, m.kind,
            r.similarity, r.text_match,
-           (case
-                when p_embedding is not null and p_text_matches is not null
-                    then p_settings.w_vector * coalesce(r.similarity, 0)
-                         + (1 - p_settings.w_vector) * r.text_match
-                when p_embedding is not null then coalesce(r.similarity, 0)
-                when p_text_matches is not null then r.text_match
-                else 0
-            end)::real,
-           p.importance, p.recency, p.access_boost,
-           p_settings.w_importance::double precision * p.importance
-               + p_settings.w_recency::double precision * p.recency
-               + p_settings.w_access::double precision * p.access_boost,
+           pgmem._relevance(p_settings, p_embedding is not null, p_text_matches is not null, r.similarity,
+                            r.text_match),
+           m.importance, p.recency, p.access_boost,
+           pgmem._base_score(p_settings, m.importance, p.recency, p.access_boost),
            m.embedding, m.session_id, m.status, m.pinned, m.access_count, m.last_accessed_at,
            m.created_at, m.valid_from, m.valid_to, m.metadata, m.subject
     from (
@@ -98,32 +208,16 @@ begin
         offset 0
     ) as m
     cross join lateral (
-        select m.embedding operator(public.<=>) p_embedding as distance
-    ) as d
-    cross join lateral (
-        select
-            -- A zero vector has no direction: its distance is NaN, treated as unrelated.
-            case when d.distance is null or d.distance = 'NaN'::double precision then null
-                 else greatest(0, 1 - d.distance)::real
-            end as similarity,
-            -- The share of the query's term weight the memory holds, as the
-            -- caller found it (0 for a row holding no term); NULL without
-            -- query terms.
-            case when p_text_matches is not null then coalesce(m.text_match, 0) end as text_match
+        select pgmem._similarity(m.embedding operator(public.<=>) p_embedding) as similarity,
+               -- The share of the query's term weight the memory holds, as the
+               -- caller found it (0 for a row holding no term); NULL without
+               -- query terms.
+               case when p_text_matches is not null then coalesce(m.text_match, 0) end as text_match
     ) as r
     cross join lateral (
-        select
-            -- The stored importance, not effective_importance: that one is
-            -- importance · recency (30_lifecycle.sql) and would count time twice.
-            m.importance,
-            (case when m.pinned then 1
-                  -- exp(-λ·h) with λ = ln 2 / half-life: 0.5 per half-life since the last access.
-                  else pg_catalog.exp(-pg_catalog.ln(2)
-                       * greatest(0, extract(epoch from p_now - m.last_accessed_at))
-                       / v_half_life_seconds[pg_catalog.array_position(v_kinds, m.kind)])
-             end)::real as recency,
-            -- Log of use frequency, as ACT-R's base-level activation; full at 100 uses.
-            least(1, pg_catalog.ln(1 + m.access_count) / pg_catalog.ln(101))::real as access_boost
+        select pgmem._recency(m.pinned, m.last_accessed_at, p_now,
+                              v_half_life_seconds[pg_catalog.array_position(v_kinds, m.kind)]) as recency,
+               pgmem._access_boost(m.access_count) as access_boost
     ) as p
     where m.subject = any(p_subjects)
       -- Visible: active now, or as of a past time also superseded facts

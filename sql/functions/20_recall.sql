@@ -23,7 +23,10 @@
 --                      λ_kind = ln 2 / half_life_<kind>; 1 when pinned
 --        access_boost = ln(1 + access_count) / ln(101), capped at 1
 --      score = w_relevance·relevance + w_importance·importance
---            + w_recency·recency + w_access·access_boost  (tenant settings);
+--            + w_recency·recency + w_access·access_boost  (tenant settings),
+--      each part one inlined function (18_recall_score.sql). An exact scan
+--      reads every part of every candidate already, so without MMR it
+--      scores them there and step 2 reads whole rows for the k best only;
 --   3. the k best by score (or by MMR when a λ is given) at or above the
 --      minimum score: the direct hits (hops = 0);
 --   4. ripple (hops 1-3): memories linked to the hits (memory_links, both
@@ -150,6 +153,11 @@ declare
     v_text real[];
     -- The personal subject and the shared ones (a team's, a domain's), once each.
     v_subjects text[];
+    -- How many candidates go on to step 2: the k best by score when the
+    -- scan knows every candidate's parts (no MMR, no HNSW); NULL: all.
+    v_best integer;
+    v_kinds text[];
+    v_half_life_seconds double precision[];
 begin
     if p_subject is null then
         raise exception 'recall needs a subject' using errcode = '22023';
@@ -247,6 +255,12 @@ begin
     end if;
 
     if v_lexemes is not null or v_exact then
+        if p_mmr_lambda is null and (v_exact or p_embedding is null) then
+            v_best := p_k;
+            select pg_catalog.array_agg(h.kind), pg_catalog.array_agg(extract(epoch from h.half_life))
+            into v_kinds, v_half_life_seconds
+            from pgmem._half_lives(v_settings) as h;
+        end if;
         -- One pass over the subject's rows (btree memories_subject) yields
         --   * the nearest rows, exactly (HNSW found them above for a subject
         --     counted as too big for that);
@@ -258,10 +272,12 @@ begin
         --     holds;
         --   * the best text matches: the rows of highest text_match.
         -- The candidates, nearest and best matches, come out as one array of
-        -- ids and one of their text_match (NULL without query terms).
+        -- ids and one of their text_match (NULL without query terms): with
+        -- v_best, only the k best by score, from the parts the scan read
+        -- (step 2 reads whole rows, one primary-key probe each).
         -- Sorting outside the materialized CTE keeps the HNSW index out.
         with scan as materialized (
-            select m.memory_id,
+            select m.memory_id, m.kind, m.importance, m.pinned, m.access_count, m.last_accessed_at,
                    m.status = 'active' as counted,
                    m.valid_from <= v_at and (m.valid_to is null or m.valid_to > v_at)
                        and (m.expires_at is null or m.expires_at > v_now)
@@ -306,20 +322,41 @@ begin
                     then pg_catalog.array_agg(coalesce(c.text_match, 0) order by c.memory_id) end
         into v_ids, v_text
         from (
-            select x.memory_id, pg_catalog.max(x.text_match) as text_match
+            select c.memory_id, c.text_match
             from (
-                select n.memory_id, null::real as text_match, true as candidate
-                from (select s.memory_id from scan as s where s.visible and s.distance is not null
-                      order by s.distance limit v_pool) as n
-                union all
-                select n.memory_id, null, true from pg_catalog.unnest(v_near) as n(memory_id)
-                union all
-                select m.memory_id, m.text_match,
-                       pg_catalog.row_number() over (order by m.text_match desc, m.memory_id desc) <= v_pool
-                from matches as m
-            ) as x
-            group by x.memory_id
-            having pg_catalog.bool_or(x.candidate)
+                select x.memory_id, pg_catalog.max(x.text_match) as text_match
+                from (
+                    select n.memory_id, null::real as text_match, true as candidate
+                    from (select s.memory_id from scan as s where s.visible and s.distance is not null
+                          order by s.distance limit v_pool) as n
+                    union all
+                    select n.memory_id, null, true from pg_catalog.unnest(v_near) as n(memory_id)
+                    union all
+                    select m.memory_id, m.text_match,
+                           pg_catalog.row_number() over (order by m.text_match desc, m.memory_id desc) <= v_pool
+                    from matches as m
+                ) as x
+                group by x.memory_id
+                having pg_catalog.bool_or(x.candidate)
+            ) as c
+            join scan as s on s.memory_id = c.memory_id
+            -- The score and order of step 3, from the same expressions.
+            order by case when v_best is not null
+                          then pgmem._score(
+                                   v_settings,
+                                   pgmem._relevance(v_settings, p_embedding is not null, v_lexemes is not null,
+                                                    pgmem._similarity(s.distance),
+                                                    case when v_lexemes is not null
+                                                         then coalesce(c.text_match, 0) end),
+                                   pgmem._base_score(
+                                       v_settings, s.importance,
+                                       pgmem._recency(s.pinned, s.last_accessed_at, v_now,
+                                                      v_half_life_seconds[pg_catalog.array_position(v_kinds,
+                                                                                                    s.kind)]),
+                                       pgmem._access_boost(s.access_count)))
+                     end desc,
+                     c.memory_id desc
+            limit v_best
         ) as c;
     elsif p_embedding is null and pg_catalog.btrim(coalesce(p_query, '')) = '' then
         -- No query at all: rank every visible memory by importance and
@@ -343,9 +380,7 @@ begin
         from pgmem._recall_rows(v_tenant, v_settings, v_subjects, v_ids, v_text, v_query,
                                 v_now, v_at,
                                 p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id) as r
-        cross join lateral (
-            select (v_settings.w_relevance::double precision * r.relevance + r.base_score)::real as score
-        ) as s
+        cross join lateral (select pgmem._score(v_settings, r.relevance, r.base_score) as score) as s
         where s.score >= coalesce(p_min_score, 0)::real
         order by s.score desc, r.memory_id desc
         limit p_k;
@@ -355,7 +390,7 @@ begin
     return query
     with recursive
     direct as materialized (
-        select r.*, (v_settings.w_relevance::double precision * r.relevance + r.base_score)::real as score
+        select r.*, pgmem._score(v_settings, r.relevance, r.base_score) as score
         from pgmem._recall_rows(v_tenant, v_settings, v_subjects, v_ids, v_text, v_query,
                                 v_now, v_at,
                                 p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id) as r
