@@ -564,6 +564,20 @@ drop function if exists pgmem._conflicts(text, pgmem.settings, text, text, publi
 drop function if exists pgmem._conflicts(text, pgmem.settings, text, text, public.vector, timestamptz);
 drop function if exists pgmem._conflicts(text, pgmem.settings, text, text, public.vector, timestamptz, text[], text[]);
 
+create or replace function pgmem._contradiction_candidates()
+returns integer
+language sql
+immutable parallel safe
+security invoker
+as $$
+    -- On real text a shared term alone admits dozens of a subject's rows;
+    -- the rules read the nearest few.
+    select 16
+$$;
+
+comment on function pgmem._contradiction_candidates() is
+    'How many close neighbours of a new fact the contradiction rules read, nearest first: of its subject''s rows (pgmem._neighbours) and of the other items of a remember_many batch (internal).';
+
 create or replace function pgmem._neighbours(
     p_tenant text,
     p_settings pgmem.settings,
@@ -590,12 +604,12 @@ begin
     --    the judge): within conflict_threshold by cosine, sharing a term
     --    ("likes dark mode" and "prefers light mode" share "mode"), or of the
     --    same one-valued attribute ("lives in Hangzhou", "moved to
-    --    Shanghai"); the 16 nearest, nearest first.
-    -- The neighbour test runs on the rows in similarity order and stops at
-    -- the 16th that passes: on real text a shared term admits half of a
+    --    Shanghai"); the nearest few (pgmem._contradiction_candidates()).
+    -- The neighbour test runs on the rows in similarity order and stops when
+    -- enough pass: on real text a shared term admits half of a
     -- subject, so it runs on a few dozen rows, not on all (an overlap of two
     -- text arrays costs ~6 us). The rules read the two statements in the
-    -- order they became true, for the 16 only; only those rows' text is read.
+    -- order they became true, for those only; only those rows' text is read.
     return query
         with probes as materialized (
             select p.item, p.content, p.embedding, p.valid_from, p.terms, p.marks, p.check_conflicts,
@@ -629,7 +643,7 @@ begin
             cross join lateral (
                 select d.memory_id, d.similarity, d.terms, d.marks
                 -- OFFSET 0: every row sorted first, the test below run in that
-                -- order until 16 pass
+                -- order until enough pass
                 from (select r.memory_id, (1 - (r.embedding OPERATOR(public.<=>) p.embedding))::real as similarity,
                              r.terms, r.marks
                       from subject_rows as r
@@ -638,7 +652,7 @@ begin
                 where (d.similarity >= p_settings.conflict_threshold and d.similarity <> 'NaN'::real)
                    or d.terms && p.terms
                    or (p.attributes <> '{}' and d.marks && p.attributes)
-                limit 16) as c
+                limit pgmem._contradiction_candidates()) as c
             where p.check_conflicts
         )
         select n.item, n.memory_id, true as nearest, null::text as rule, (1 - n.distance)::real as similarity,
@@ -661,7 +675,7 @@ end
 $$;
 
 comment on function pgmem._neighbours(text, pgmem.settings, text, pgmem.write_probe[]) is
-    'For each new fact of p_probes, from one scan of the subject''s active memories: its nearest row by cosine (nearest = true, any similarity), and for probes with check_conflicts its close neighbours (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most 16, nearest first) with the contradiction rule each breaks, NULL for none (internal; the caller holds the subject''s lock).';
+    'For each new fact of p_probes, from one scan of the subject''s active memories: its nearest row by cosine (nearest = true, any similarity), and for probes with check_conflicts its close neighbours (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most pgmem._contradiction_candidates(), nearest first) with the contradiction rule each breaks, NULL for none (internal; the caller holds the subject''s lock).';
 
 create or replace function pgmem._queue_judge(
     p_tenant text,

@@ -362,7 +362,7 @@ begin
                or b.conflicted
                -- it and another item of the batch contradict each other: only
                -- pairs that share a term or attribute and carry a marker are
-               -- asked, and of those an item's 16 nearest (as pgmem._neighbours
+               -- asked, and of those an item's nearest few (as pgmem._neighbours
                -- asks of stored facts: on real text a shared term alone pairs
                -- an item with a good part of its batch); both are marked
                or b.item in (select pg_catalog.unnest(array[y.item, z.item])
@@ -374,7 +374,7 @@ begin
                                    and (y.terms && z.terms or y.attributes && z.attributes)
                                    and (y.marked or z.marked or y.antonyms && z.antonyms or (y.digits and z.digits))
                                  order by z.embedding OPERATOR(public.<=>) y.embedding nulls last, z.item
-                                 limit 16) as z
+                                 limit pgmem._contradiction_candidates()) as z
                              -- (CASE, not AND: the cheap test surely first)
                              where case when y.item < z.item and pgmem._may_contradict(y.marks, z.marks)
                                         then pgmem._contradiction(y.content, y.terms, y.marks,
