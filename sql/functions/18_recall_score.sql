@@ -11,6 +11,33 @@ drop function if exists pgmem._recall_rows(text, pgmem.settings, text, bigint[],
 drop function if exists pgmem._recall_rows(text, pgmem.settings, text[], bigint[], public.vector, text[], real[],
                                            timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb,
                                            text);
+-- The caller gives the kinds' half-lives (pgmem._half_life_seconds): recall
+-- reads them once for its candidate ranking and for this.
+drop function if exists pgmem._recall_rows(text, pgmem.settings, text[], bigint[], real[], public.halfvec,
+                                           timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb,
+                                           text);
+
+create or replace function pgmem._half_life_seconds(
+    p_settings pgmem.settings,
+    out kinds text[],
+    out seconds double precision[]
+)
+-- plpgsql for its cached plan: a SQL function with a FROM clause is planned
+-- again in every statement that calls it.
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    select pg_catalog.array_agg(h.kind), pg_catalog.array_agg(extract(epoch from h.half_life))
+    into kinds, seconds
+    from pgmem._half_lives(p_settings) as h;
+end
+$$;
+
+comment on function pgmem._half_life_seconds(pgmem.settings) is
+    'Each memory kind''s half-life in seconds in one tenant''s settings, as two arrays in the same order: seconds[array_position(kinds, kind)] is a kind''s (internal; what pgmem._recency takes).';
 
 -- The score parts as expressions, in one place: pgmem._recall_rows computes
 -- them for the rows it returns, and pgmem._recall for every candidate of an
@@ -144,7 +171,10 @@ create or replace function pgmem._recall_rows(
     p_since timestamptz,
     p_until timestamptz,
     p_metadata jsonb,
-    p_agent_id text
+    p_agent_id text,
+    -- pgmem._half_life_seconds(p_settings)
+    p_half_life_kinds text[],
+    p_half_life_seconds double precision[]
 )
 returns table (
     memory_id bigint,
@@ -177,14 +207,7 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
-declare
-    -- Each kind's half-life in seconds, found by the kind's position.
-    v_kinds text[];
-    v_half_life_seconds double precision[];
 begin
-    select pg_catalog.array_agg(h.kind), pg_catalog.array_agg(extract(epoch from h.half_life))
-    into v_kinds, v_half_life_seconds
-    from pgmem._half_lives(p_settings) as h;
     -- The one place the score parts are computed and visibility is decided;
     -- pgmem._recall calls it for the candidates and again for ripple rows.
     return query
@@ -216,7 +239,7 @@ begin
     ) as r
     cross join lateral (
         select pgmem._recency(m.pinned, m.last_accessed_at, p_now,
-                              v_half_life_seconds[pg_catalog.array_position(v_kinds, m.kind)]) as recency,
+                              p_half_life_seconds[pg_catalog.array_position(p_half_life_kinds, m.kind)]) as recency,
                pgmem._access_boost(m.access_count) as access_boost
     ) as p
     where m.subject = any(p_subjects)
@@ -237,5 +260,5 @@ $$;
 
 comment on function pgmem._recall_rows(text, pgmem.settings, text[], bigint[], real[], public.halfvec,
                                        timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb,
-                                       text) is
+                                       text, text[], double precision[]) is
     'Internal to recall: the given memories that are visible and pass the filters, with their score parts (see sql/functions/20_recall.sql, step 2).';

@@ -156,6 +156,7 @@ declare
     -- How many candidates go on to step 2: the k best by score when the
     -- scan knows every candidate's parts (no MMR, no HNSW); NULL: all.
     v_best integer;
+    -- Each kind's half-life (pgmem._half_life_seconds), read once.
     v_kinds text[];
     v_half_life_seconds double precision[];
 begin
@@ -188,6 +189,8 @@ begin
     where s.tenant_id in (v_tenant, '_default')
     order by s.tenant_id = '_default'
     limit 1;
+
+    select h.kinds, h.seconds into v_kinds, v_half_life_seconds from pgmem._half_life_seconds(v_settings) as h;
 
     -- A query vector is checked like a stored one (PM015 size, PM017 zero or
     -- degenerate); a vector cannot hold NaN, pgvector refuses it on input.
@@ -257,9 +260,6 @@ begin
     if v_lexemes is not null or v_exact then
         if p_mmr_lambda is null and (v_exact or p_embedding is null) then
             v_best := p_k;
-            select pg_catalog.array_agg(h.kind), pg_catalog.array_agg(extract(epoch from h.half_life))
-            into v_kinds, v_half_life_seconds
-            from pgmem._half_lives(v_settings) as h;
         end if;
         -- One pass over the subject's rows (btree memories_subject) yields
         --   * the nearest rows, exactly (HNSW found them above for a subject
@@ -379,7 +379,8 @@ begin
                r.valid_from, r.valid_to, r.metadata, r.subject
         from pgmem._recall_rows(v_tenant, v_settings, v_subjects, v_ids, v_text, v_query,
                                 v_now, v_at,
-                                p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id) as r
+                                p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id,
+                                v_kinds, v_half_life_seconds) as r
         cross join lateral (select pgmem._score(v_settings, r.relevance, r.base_score) as score) as s
         where s.score >= coalesce(p_min_score, 0)::real
         order by s.score desc, r.memory_id desc
@@ -393,7 +394,8 @@ begin
         select r.*, pgmem._score(v_settings, r.relevance, r.base_score) as score
         from pgmem._recall_rows(v_tenant, v_settings, v_subjects, v_ids, v_text, v_query,
                                 v_now, v_at,
-                                p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id) as r
+                                p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id,
+                                v_kinds, v_half_life_seconds) as r
     ),
     ranked as materialized (
         select d.*, pg_catalog.row_number() over (order by d.score desc, d.memory_id desc) as rank
@@ -483,7 +485,8 @@ begin
         from reached as c
         join pgmem._recall_rows(v_tenant, v_settings, v_subjects, array(select c2.memory_id from reached as c2),
                                 null, v_query, v_now, v_at,
-                                p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id) as r
+                                p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id,
+                                v_kinds, v_half_life_seconds) as r
             on r.memory_id = c.memory_id
         cross join lateral (
             select (pg_catalog.power(v_settings.ripple_damping::double precision, c.hop)
