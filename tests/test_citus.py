@@ -189,9 +189,16 @@ def test_remember_recall_context_erase(
     assert second is not None and second[0] == "superseded"
     assert again == ("reinforced",)
     with bound(service, tenant) as conn:
+        # pgmem._recall plans per call on Citus; what it sets for that ends
+        # with the call (a session setting of the caller's stays as it was).
+        conn.execute("set plan_cache_mode = force_custom_plan")
         hits = conn.execute(
             "select memory_id, content from pgmem.recall('alice', 'which theme?', p_k => 5)"
         ).fetchall()
+        settings = conn.execute(
+            "select current_setting('plan_cache_mode'), current_setting('enable_seqscan')"
+        ).fetchone()
+        assert settings == ("force_custom_plan", "on")
         context = conn.execute(
             "select pgmem.context('alice', 'what does alice like?', p_token_budget => 300)"
         ).fetchone()

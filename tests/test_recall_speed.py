@@ -178,3 +178,52 @@ def test_reinforcement_leaves_the_hnsw_index_untouched(tracked: Tenant, db: Db) 
     finally:
         conn.close()
         db.admin.execute("alter table pgmem.memories reset (autovacuum_enabled)")
+
+
+def test_recall_reads_a_small_subject_by_index_beside_a_huge_one(
+    new_tenant: Callable[[], Tenant], db: Db
+) -> None:
+    """pgmem._recall keeps one plan per session for its statements (issue 12).
+    A plan made without the call's values cannot tell a small subject from the
+    average one; where one subject is most of the table, that average says
+    "read the whole table". Recall of a small subject beside a huge one must
+    still read only its own rows: no sequential scan of pgmem.memories, for any
+    shape of query, from the first call of a session to the tenth."""
+    tenant = new_tenant()
+    rng = random.Random(7)
+    db.admin.execute(
+        "insert into pgmem.subjects (tenant_id, subject) values (%s, 'crowd'), (%s, 'alice')",
+        (tenant.name, tenant.name),
+    )
+    db.admin.execute(
+        """insert into pgmem.memories (tenant_id, subject, kind, content)
+           select %s, 'crowd', 'episodic', 'crowd note ' || i || ' about the violin'
+           from generate_series(1, 4000) i""",
+        (tenant.name,),
+    )
+    for i in range(3):
+        tenant.conn.execute(
+            "select pgmem.remember('alice', %s, %s::real[])",
+            (f"Alice note {i} about the violin", [rng.gauss(0, 1) for _ in range(384)]),
+        )
+    db.admin.execute("analyze pgmem.memories")
+    query = str([rng.gauss(0, 1) for _ in range(384)])
+    shapes = [
+        ("violin note", query),
+        ("violin note", None),
+        (None, query),
+        (None, None),
+    ]
+    with psycopg.connect(tenant.dsn, autocommit=True) as conn, conn.transaction():
+        for _ in range(10):
+            for text, vector in shapes:
+                rows = conn.execute(
+                    "select memory_id from pgmem.recall('alice', %s, %s::public.vector)",
+                    (text, vector),
+                ).fetchall()
+                assert len(rows) == 3
+        scans = conn.execute(
+            "select seq_scan, idx_scan > 0 from pg_catalog.pg_stat_xact_user_tables"
+            " where relid = 'pgmem.memories'::regclass"
+        ).fetchone()
+    assert scans == (0, True)
