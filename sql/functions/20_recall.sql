@@ -139,7 +139,8 @@ set jit = off
 -- one, and where a tenant has few subjects that average is most of the
 -- table. With sequential scans off, the subject is read through
 -- memories_subject whatever the statistics say (the HNSW branch is
--- dynamic SQL, planned for its values every time).
+-- dynamic SQL, planned for its values every time). Not on Citus
+-- (pgmem._plan_per_call_on_citus).
 set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
 as $$
@@ -172,14 +173,7 @@ declare
     v_kinds text[];
     v_half_life_seconds double precision[];
 begin
-    -- Citus plans a distributed statement only with its parameters' values
-    -- ("could not create distributed plan"): there, plans are made per call
-    -- as before. Set this way, inside a function whose SET clause names
-    -- them, the settings still end with the call.
-    if exists (select from pg_catalog.pg_extension as e where e.extname = 'citus') then
-        perform pg_catalog.set_config('plan_cache_mode', 'auto', true),
-                pg_catalog.set_config('enable_seqscan', 'on', true);
-    end if;
+    perform pgmem._plan_per_call_on_citus();
     if p_subject is null then
         raise exception 'recall needs a subject' using errcode = '22023';
     end if;

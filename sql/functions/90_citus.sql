@@ -1,7 +1,8 @@
 -- Citus: distributing pgmem by tenant over a cluster (docs/scaling.md).
 --
--- On one server these functions refuse with PM090; nothing else in pgmem
--- depends on them. References to Citus' catalog and functions sit in
+-- On one server these functions refuse with PM090, but for two the rest of
+-- pgmem asks: pgmem._distributed (false there) and
+-- pgmem._plan_per_call_on_citus (nothing to do there). References to Citus' catalog and functions sit in
 -- PL/pgSQL bodies, which PostgreSQL resolves only when they run, so this
 -- file installs on a server without Citus.
 --
@@ -32,6 +33,30 @@ $$;
 
 comment on function pgmem._require_citus() is
     'Error PM090 unless the citus extension is installed in this database (internal).';
+
+-- pgmem._recall and pgmem._neighbours keep one generic plan per session for
+-- their statements (their SET clauses force it). Citus plans a distributed
+-- statement only with its parameters' values ("could not create distributed
+-- plan"), so there they plan per call as before. The settings change as SET
+-- LOCAL does; in a function whose SET clause names them, that ends with the
+-- call.
+create or replace function pgmem._plan_per_call_on_citus()
+returns void
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if pgmem._distributed() then
+        perform pg_catalog.set_config('plan_cache_mode', 'auto', true),
+                pg_catalog.set_config('enable_seqscan', 'on', true);
+    end if;
+end
+$$;
+
+comment on function pgmem._plan_per_call_on_citus() is
+    'With pgmem distributed by Citus (pgmem._distributed()), plan_cache_mode = auto and enable_seqscan = on until the calling function returns (internal: for functions whose SET clause forces generic plans, see pgmem._recall).';
 
 create or replace function pgmem.distribute()
 returns table (table_name text, distribution text, colocation_id integer, shards bigint)
