@@ -5,7 +5,7 @@ cycle, isolation between tenants, and export/import."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 
 import psycopg
@@ -368,3 +368,52 @@ def test_importance_no_float_type_holds_is_pm014_on_every_path(
         with pytest.raises(psycopg.Error) as info:
             call()
         assert info.value.sqlstate == "PM014", info.value
+
+
+class _GivenVectors:
+    """An embedder that gives set vectors: what the server receives is what it gave."""
+
+    model = "given-vectors"
+    dims = 384
+
+    def __init__(self, passage: list[float], query: list[float]) -> None:
+        self.passage, self.query = passage, query
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [list(self.passage) for _ in texts]
+
+    def embed_one(self, text: str) -> list[float]:
+        return list(self.passage)
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return [list(self.query) for _ in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return list(self.query)
+
+
+def test_query_vectors_reach_the_server_as_given_and_bad_ones_are_refused(
+    tenant_login: Login,
+) -> None:
+    # The statements send vectors in binary (pgmem/queries/client.py): the same
+    # float8 values as before, so an exact match is still an exact match, and a
+    # NaN still meets pgmem.query_vector's PM016, on every path that takes one.
+    vector = [((i % 7) - 3) / 8 + (i % 3) / 1024 for i in range(384)]
+    given = _GivenVectors(vector, vector)
+    memory = Memory(conn=tenant_login("acme"), embedder=given, llm=False)
+    memory_id = memory.add("Alice keeps bees", "alice", infer=False)[0]["memory_id"]
+    hits = memory.search("bees", "alice", parse_time=False)
+    assert [(r["memory_id"], r["similarity"]) for r in hits] == [(memory_id, 1.0)]
+    assert "Alice keeps bees" in memory.context("bees", "alice")
+    given.query = [math.nan, *vector[1:]]
+    for call in (
+        lambda: memory.search("bees", "alice", parse_time=False),
+        lambda: memory.context("bees", "alice"),
+    ):
+        with pytest.raises(psycopg.Error) as refused:
+            call()
+        assert refused.value.sqlstate == "PM016"
+    given.passage = [math.nan, *vector[1:]]
+    with pytest.raises(psycopg.Error) as refused:
+        memory.update(memory_id, content="Alice keeps two hives")
+    assert refused.value.sqlstate == "PM016"

@@ -44,7 +44,7 @@ select pgmem.prompt(
     p_subject => %(subject)s::text,
     p_session_id => %(session_id)s::text,
     p_query => %(query)s::text,
-    p_embedding => pgmem.query_vector(%(embedding)s::float8[]),
+    p_embedding => pgmem.query_vector(%(embedding)b::float8[]),
     p_token_budget => %(token_budget)s::integer,
     p_reinforce => %(reinforce)s::boolean
 ) as prompt

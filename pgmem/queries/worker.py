@@ -28,7 +28,7 @@ where m.tenant_id = %(tenant)s and m.memory_id = any(%(ids)s::bigint[])
 # A re-embed job's vectors (sql/functions/66_models.sql): staged, and swapped in with
 # the tenant's model by the job that stages the last one.
 STAGE_REEMBED: Final = """
-select pgmem.stage_reembed(%(model)s::text, %(ids)s::bigint[], %(embeddings)s::real[]) as state
+select pgmem.stage_reembed(%(model)s::text, %(ids)s::bigint[], %(embeddings)b::real[]) as state
 """
 MERGE: Final = """
 select r.action, r.keep_id, r.other_id, r.content_changed
