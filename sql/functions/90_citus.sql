@@ -2,9 +2,10 @@
 --
 -- On one server these functions refuse with PM090, but for two the rest of
 -- pgmem asks: pgmem._distributed (false there) and
--- pgmem._plan_per_call_on_citus (nothing to do there). References to Citus' catalog and functions sit in
--- PL/pgSQL bodies, which PostgreSQL resolves only when they run, so this
--- file installs on a server without Citus.
+-- pgmem._plan_per_call_on_citus (nothing to do there). References to
+-- Citus' catalog and functions sit in PL/pgSQL bodies, which PostgreSQL
+-- resolves only when they run, so this file installs on a server without
+-- Citus.
 --
 -- Layout: the tenant tables are hash-distributed by tenant_id and colocated
 -- with pgmem.subjects, so every row of one tenant lives in one shard group
