@@ -180,6 +180,29 @@ class Tenant:
     dsn: str  # for more sessions as that role
 
 
+def add_crowd(db: Db, tenant: str, rows: int = 4000) -> None:
+    """A subject 'crowd' of ``rows`` memories for ``tenant``, and fresh statistics: the
+    average subject is then most of the table, as for a tenant with few subjects."""
+    db.admin.execute(
+        "insert into pgmem.subjects (tenant_id, subject) values (%s, 'crowd')", (tenant,)
+    )
+    db.admin.execute(
+        """insert into pgmem.memories (tenant_id, subject, kind, content)
+           select %s, 'crowd', 'episodic', 'crowd note ' || i from generate_series(1, %s) i""",
+        (tenant, rows),
+    )
+    db.admin.execute("analyze pgmem.memories")
+
+
+def memories_scans(conn: psycopg.Connection) -> tuple[int, bool] | None:
+    """Sequential scans of pgmem.memories in this session's transaction, and whether
+    an index of it was read."""
+    return conn.execute(
+        "select seq_scan, idx_scan > 0 from pg_catalog.pg_stat_xact_user_tables"
+        " where relid = 'pgmem.memories'::regclass"
+    ).fetchone()
+
+
 @pytest.fixture(scope="module")
 def db(server_dsn: str, template_db: str) -> Iterator[Db]:
     """One migrated database for a whole module whose tests each work in tenants of

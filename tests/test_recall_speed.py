@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import psycopg
 import pytest
-from conftest import Db, Tenant
+from conftest import Db, Tenant, add_crowd, memories_scans
 from psycopg import sql
 
 
@@ -191,22 +191,12 @@ def test_recall_reads_a_small_subject_by_index_beside_a_huge_one(
     shape of query, from the first call of a session to the tenth."""
     tenant = new_tenant()
     rng = random.Random(7)
-    db.admin.execute(
-        "insert into pgmem.subjects (tenant_id, subject) values (%s, 'crowd'), (%s, 'alice')",
-        (tenant.name, tenant.name),
-    )
-    db.admin.execute(
-        """insert into pgmem.memories (tenant_id, subject, kind, content)
-           select %s, 'crowd', 'episodic', 'crowd note ' || i || ' about the violin'
-           from generate_series(1, 4000) i""",
-        (tenant.name,),
-    )
     for i in range(3):
         tenant.conn.execute(
             "select pgmem.remember('alice', %s, %s::real[])",
             (f"Alice note {i} about the violin", [rng.gauss(0, 1) for _ in range(384)]),
         )
-    db.admin.execute("analyze pgmem.memories")
+    add_crowd(db, tenant.name)
     query = str([rng.gauss(0, 1) for _ in range(384)])
     shapes = [
         ("violin note", query),
@@ -222,8 +212,5 @@ def test_recall_reads_a_small_subject_by_index_beside_a_huge_one(
                     (text, vector),
                 ).fetchall()
                 assert len(rows) == 3
-        scans = conn.execute(
-            "select seq_scan, idx_scan > 0 from pg_catalog.pg_stat_xact_user_tables"
-            " where relid = 'pgmem.memories'::regclass"
-        ).fetchone()
+        scans = memories_scans(conn)
     assert scans == (0, True)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import Db, Tenant
+from conftest import Db, Tenant, add_crowd, memories_scans
 from test_remember import remember, remember_many, vec
 
 ZH_PERSONAS = Path("pgmem/lab/data/zh_personas.json")
@@ -438,17 +438,8 @@ def test_writes_read_a_small_subject_by_index_beside_a_huge_one(acme: Tenant, db
     # tests/test_recall_speed.py): a plan made without the subject in hand
     # must still read only that subject's rows, although the average subject
     # here is most of the table.
-    db.admin.execute(
-        "insert into pgmem.subjects (tenant_id, subject) values (%s, 'crowd')", (acme.name,)
-    )
-    db.admin.execute(
-        """insert into pgmem.memories (tenant_id, subject, kind, content)
-           select %s, 'crowd', 'episodic', 'crowd note ' || i || ' about the guitar'
-           from generate_series(1, 4000) i""",
-        (acme.name,),
-    )
     remember(acme.conn, "alice", "Alice tuned the guitar", vec(0))
-    db.admin.execute("analyze pgmem.memories")
+    add_crowd(db, acme.name)
     with psycopg.connect(acme.dsn, autocommit=True) as conn, conn.transaction():
         for i in range(1, 11):
             assert remember(conn, "alice", f"Alice played show {i} in town {i}", vec(i))[0] == (
@@ -456,8 +447,5 @@ def test_writes_read_a_small_subject_by_index_beside_a_huge_one(acme: Tenant, db
             )
         batch = [{"content": f"Alice sold guitar {i}", "embedding": vec(20 + i)} for i in range(3)]
         assert [row[1] for row in remember_many(conn, batch, subject="alice")] == ["inserted"] * 3
-        scans = conn.execute(
-            "select seq_scan, idx_scan > 0 from pg_catalog.pg_stat_xact_user_tables"
-            " where relid = 'pgmem.memories'::regclass"
-        ).fetchone()
+        scans = memories_scans(conn)
     assert scans == (0, True)
