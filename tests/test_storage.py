@@ -112,6 +112,12 @@ def test_only_subjects_over_the_exact_scan_limit_enter_the_hnsw_index(
     assert action == "inserted"
     assert flags(admin, t.name, "big") == (True, [True])
     assert hnsw_bytes(admin) > before
+    # A batch crosses it too: 39 rows and two more.
+    mid = [unit(rng) for _ in range(41)]
+    remember_many(t.conn, "mid", mid[:39], "mid note")
+    assert flags(admin, t.name, "mid") == (False, [False])
+    remember_many(t.conn, "mid", mid[39:], "mid later note")
+    assert flags(admin, t.name, "mid") == (True, [True])
     # Rows written later copy the flag (set-based and one by one).
     extra = [unit(rng) for _ in range(3)]
     remember_many(t.conn, "big", extra[:2], "later note")

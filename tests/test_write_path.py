@@ -420,8 +420,12 @@ def test_neighbours_are_the_nearest_sixteen_that_pass_the_test(acme: Tenant, db:
         )
     ids = [row[2] for row in remember_many(acme.conn, stored, subject="alice")]
     assert len(set(ids)) == 40
+    # An archived row is no longer the subject's: 39 active rows remain.
+    db.admin.execute(
+        "update pgmem.memories set status = 'archived' where memory_id = %s", (ids[39],)
+    )
     found = acme.conn.execute(
-        """select n.memory_id, n.nearest
+        """select n.memory_id, n.nearest, n.subject_rows
            from pgmem._neighbours(
                %(tenant)s, (select s from pgmem.settings as s where s.tenant_id = %(tenant)s),
                'alice',
@@ -430,7 +434,8 @@ def test_neighbours_are_the_nearest_sixteen_that_pass_the_test(acme: Tenant, db:
                          true)::pgmem.write_probe]) as n""",
         {"tenant": acme.name, "embedding": vec(0), "new": "Sold the guitar yesterday"},
     ).fetchall()
-    assert found == [(ids[0], True)] + [(ids[i], False) for i in range(1, 33, 2)]
+    # Every row also gives the subject's count of active rows.
+    assert found == [(ids[0], True, 39)] + [(ids[i], False, 39) for i in range(1, 33, 2)]
 
 
 def test_writes_read_a_small_subject_by_index_beside_a_huge_one(acme: Tenant, db: Db) -> None:

@@ -578,6 +578,8 @@ $$;
 comment on function pgmem._contradiction_candidates() is
     'How many close neighbours of a new fact the contradiction rules read, nearest first: of its subject''s rows (pgmem._neighbours) and of the other items of a remember_many batch (internal).';
 
+-- (Its result gained subject_rows: a new result type is a new function.)
+drop function if exists pgmem._neighbours(text, pgmem.settings, text, pgmem.write_probe[]);
 create or replace function pgmem._neighbours(
     p_tenant text,
     p_settings pgmem.settings,
@@ -585,7 +587,7 @@ create or replace function pgmem._neighbours(
     p_probes pgmem.write_probe[]
 )
 returns table(item integer, memory_id bigint, nearest boolean, rule text, similarity real, valid_from timestamptz,
-              confidence real, content text)
+              confidence real, content text, subject_rows integer)
 language plpgsql
 stable
 security invoker
@@ -616,6 +618,8 @@ begin
     -- subject, so it runs on a few dozen rows, not on all (an overlap of two
     -- text arrays costs ~6 us). The rules read the two statements in the
     -- order they became true, for those only; only those rows' text is read.
+    -- Every row also says how many active rows the subject holds, which
+    -- spares the caller counting them again (pgmem._ann_subjects).
     return query
         with probes as materialized (
             select p.item, p.content, p.embedding, p.valid_from, p.terms, p.marks, p.check_conflicts,
@@ -643,6 +647,9 @@ begin
                 order by 2, r.memory_id
                 limit 1) as n
         ),
+        counted as (
+            select pg_catalog.count(*)::integer as subject_rows from subject_rows
+        ),
         candidates as (
             select p.item, c.memory_id, c.similarity, c.terms, c.marks
             from probes as p
@@ -662,7 +669,7 @@ begin
             where p.check_conflicts
         )
         select n.item, n.memory_id, true as nearest, null::text as rule, (1 - n.distance)::real as similarity,
-               m.valid_from, m.confidence, m.content
+               m.valid_from, m.confidence, m.content, (select k.subject_rows from counted as k)
         from nearest as n
         join pgmem.memories as m on m.tenant_id = p_tenant and m.memory_id = n.memory_id
         union all
@@ -672,7 +679,7 @@ begin
                               then pgmem._contradiction(p.content, p.terms, p.marks, m.content, c.terms, c.marks) end
                     when pgmem._may_contradict(c.marks, p.marks)
                     then pgmem._contradiction(m.content, c.terms, c.marks, p.content, p.terms, p.marks) end,
-               c.similarity, m.valid_from, m.confidence, m.content
+               c.similarity, m.valid_from, m.confidence, m.content, (select k.subject_rows from counted as k)
         from candidates as c
         join probes as p on p.item = c.item
         join pgmem.memories as m on m.tenant_id = p_tenant and m.memory_id = c.memory_id
@@ -681,7 +688,7 @@ end
 $$;
 
 comment on function pgmem._neighbours(text, pgmem.settings, text, pgmem.write_probe[]) is
-    'For each new fact of p_probes, from one scan of the subject''s active memories: its nearest row by cosine (nearest = true, any similarity), and for probes with check_conflicts its close neighbours (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most pgmem._contradiction_candidates(), nearest first) with the contradiction rule each breaks, NULL for none (internal; the caller holds the subject''s lock).';
+    'For each new fact of p_probes, from one scan of the subject''s active memories: its nearest row by cosine (nearest = true, any similarity), and for probes with check_conflicts its close neighbours (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most pgmem._contradiction_candidates(), nearest first) with the contradiction rule each breaks, NULL for none; every row also gives the subject''s count of active rows (internal; the caller holds the subject''s lock).';
 
 create or replace function pgmem._queue_judge(
     p_tenant text,

@@ -215,6 +215,7 @@ begin
         near_id bigint,                    -- nearest active row within merge_threshold
         near_similarity real,
         conflicted boolean not null default false,  -- pgmem._neighbours found a contradiction or a question
+        subject_rows integer,              -- the subject's active rows as pgmem._neighbours read them
         meets_batch boolean not null default false,
         action text,
         memory_id bigint,
@@ -287,8 +288,9 @@ begin
         -- whether an item contradicts an active fact or has a neighbour for
         -- the judge (13_conflict.sql).
         update pg_temp._pgmem_batch as b
-        set near_id = n.near_id, near_similarity = n.near_similarity, conflicted = n.conflicted
-        from (select n.item,
+        set near_id = n.near_id, near_similarity = n.near_similarity, conflicted = n.conflicted,
+            subject_rows = n.subject_rows
+        from (select n.item, pg_catalog.max(n.subject_rows) as subject_rows,
                      pg_catalog.min(n.memory_id) filter (where n.nearest and n.similarity >= v_settings.merge_threshold)
                          as near_id,
                      pg_catalog.min(n.similarity) filter (where n.nearest and n.similarity >= v_settings.merge_threshold)
@@ -474,10 +476,16 @@ begin
             perform pg_catalog.pg_notify('pgmem_inbox', '');  -- no tenant: any role may LISTEN
         end if;
 
-        -- Subjects that grew may have crossed exact_scan_limit: one count each.
+        -- Subjects that grew may have crossed exact_scan_limit: one count each,
+        -- but for those whose read above (under their locks) left room for
+        -- the new rows.
         perform pgmem._ann_subjects(v_tenant, v_settings,
-                                    array(select distinct b.subject from pg_temp._pgmem_batch as b
-                                          where b.action in ('inserted', 'merge_pending')));
+                                    array(select b.subject from pg_temp._pgmem_batch as b
+                                          where b.action in ('inserted', 'merge_pending')
+                                          group by b.subject
+                                          having pg_catalog.bool_or(b.subject_rows is null)
+                                              or pg_catalog.max(b.subject_rows) + pg_catalog.count(*)
+                                                 > v_settings.exact_scan_limit));
     end if;
 
     -- Items that meet the batch, one by one in item order.
