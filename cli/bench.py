@@ -484,7 +484,8 @@ def _real_notes(r: bench_real.RealPointResult) -> str:
     decay = (
         f"decay first pass {r.decay_first_s:.1f} s ({r.decayed_first:,} rows) + archive "
         f"{r.archive_first_s:.1f} s; hourly {r.decay_hourly_s:.2f} s ({r.decayed_hourly:,}) + "
-        f"archive {r.archive_hourly_s:.2f} s"
+        f"archive {r.archive_hourly_s:.2f} s, after a VACUUM of {r.vacuum_s:.1f} s (before it: "
+        f"{r.decay_unvacuumed_s:.2f} s)"
         if r.maintenance_measured
         else "decay not run"
     )

@@ -140,6 +140,9 @@ def test_real_bench_and_baseline_run_end_to_end(server_dsn: str, locomo_file: Pa
     assert result.memory_search_ms.samples == result.memory_search_conn_ms.samples == 6
     assert result.remembered == 20 and sum(result.remember_actions.values()) == 20
     assert result.event_bytes_per_event > 0 and result.decayed_first > 0
+    # The hourly pass is timed right after the first archive pass and after
+    # the VACUUM that stands in for autovacuum's in the hour between.
+    assert result.decay_unvacuumed_s > 0 and result.vacuum_s > 0 and result.decay_hourly_s > 0
     assert len(result.load_before) == len(result.load_after) == 3
 
     # Ratios and overheads are the measured values divided / subtracted.
@@ -166,6 +169,7 @@ def test_real_bench_and_baseline_run_end_to_end(server_dsn: str, locomo_file: Pa
     table = render_real_markdown({"nproc": 2, "cpu": "test", "postgres": "16"}, [result])
     assert "| recall p50 / p95 / p99, server-side (ms) |" in table
     assert f"{ratios['search_server_p95']:.2f}" in table
+    assert f"after a VACUUM of {result.vacuum_s:.1f} s" in table
     with psycopg.connect(server_dsn) as conn:
         gone = conn.execute("select 1 from pg_database where datname = %s", (database,)).fetchone()
     assert gone is None
