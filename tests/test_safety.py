@@ -249,6 +249,22 @@ def test_a_rule_gate_is_read_from_its_pattern(
     ).fetchone() == (likes, digits)
 
 
+def test_the_stored_gates_are_those_the_rules_give(admin: psycopg.Connection) -> None:
+    """pgmem._safety_gates holds, as constants written when the SQL files are
+    applied, what pgmem._derive_safety_gates reads from the rules' patterns."""
+    rows = admin.execute(
+        """select c.category, pgmem._safety_gates(c.category) as stored,
+                  pgmem._derive_safety_gates(c.category) as derived
+           from (select distinct category from pgmem.safety_rules()) as c
+           order by c.category"""
+    ).fetchall()
+    assert {category for category, _, _ in rows} >= {"secret", "injection"}
+    for category, stored, derived in rows:
+        assert stored == derived, category
+    assert all(stored for category, stored, _ in rows if category in ("secret", "injection"))
+    assert admin.execute("select pgmem._safety_gates('no such category')").fetchone() == (None,)
+
+
 def test_no_match_of_a_rule_fails_its_gate(admin: psycopg.Connection) -> None:
     """The gates are necessary conditions: every text (and every folded view of
     it) that a secret or injection rule matches passes that rule's gate, so the

@@ -584,7 +584,7 @@ $$;
 comment on function pgmem._regex_gate(text, text) is
     'A cheap necessary condition for a match of the regular expression p_pattern (flags g and i only): LIKE patterns one of which the lower-cased text contains (NULL: none known) and the least number of ASCII digits it holds (internal).';
 
-create or replace function pgmem._safety_gates(p_category text)
+create or replace function pgmem._derive_safety_gates(p_category text)
 returns text[]
 language sql
 immutable parallel safe
@@ -610,8 +610,35 @@ as $$
     from gates as g cross join width as w
 $$;
 
+comment on function pgmem._derive_safety_gates(text) is
+    'The gates of one category of pgmem.safety_rules(), a row [least ASCII digits, LIKE patterns...] per rule in rule order, derived from the rules'' patterns by pgmem._regex_gate (internal; pgmem._safety_gates holds them as constants).';
+
+-- The gates as constants, derived here once, whenever these files are
+-- applied. Deriving them takes ~25 ms a category, and the callers' DECLARE
+-- (plpgsql, folded when planned) made every new session pay it, and pay it
+-- again once its first temporary table changed what pg_temp names in their
+-- search_path, which re-plans them: ~50 of the ~140 ms of a session's first
+-- remember. No SET clause and every name qualified: the call is inlined.
+do $$
+begin
+    execute pg_catalog.format(
+        $f$create or replace function pgmem._safety_gates(p_category text)
+           returns pg_catalog.text[]
+           language sql
+           immutable parallel safe
+           security invoker
+           as %L$f$,
+        (select 'select case p_category '
+                || pg_catalog.string_agg(pg_catalog.format('when %L then %L::pg_catalog.text[]', c.category,
+                                                           pgmem._derive_safety_gates(c.category)),
+                                         ' ' order by c.category)
+                || ' end'
+         from (select distinct r.category from pgmem.safety_rules() as r) as c));
+end
+$$;
+
 comment on function pgmem._safety_gates(text) is
-    'The gates of one category of pgmem.safety_rules(), a row [least ASCII digits, LIKE patterns...] per rule in rule order (internal; pgmem._redact_many and pgmem._detect_injection_many test them before a rule''s expression).';
+    'The gates of one category of pgmem.safety_rules(), a row [least ASCII digits, LIKE patterns...] per rule in rule order: pgmem._derive_safety_gates''s, as constants written when the SQL files are applied (internal; pgmem._redact_many and pgmem._detect_injection_many test them before a rule''s expression).';
 
 -- _ascii_digits and _gate_open: no SET clause, every name qualified, so
 -- they are inlined into the loops of _redact_many and _detect_injection_many.
@@ -754,8 +781,8 @@ declare
     v_texts text[] := '{}';
     v_found text[];                -- per text: the first rule it breaks
     v_k integer;
-    -- Each injection rule's gate (pgmem._safety_gates), computed once a
-    -- session, and each view's lower-cased text and ASCII digits for it.
+    -- Each injection rule's gate (pgmem._safety_gates), a constant, and each
+    -- view's lower-cased text and ASCII digits for it.
     v_gates text[] := pgmem._safety_gates('injection');
     v_lowers text[] := '{}';
     v_digits integer[] := '{}';
@@ -903,8 +930,7 @@ declare
     v_n integer := coalesce(pg_catalog.cardinality(v_patterns), 0);
     v_new text;
     v_r integer;
-    -- Each secret rule's gate (pgmem._safety_gates): a constant, computed
-    -- once a session.
+    -- Each secret rule's gate (pgmem._safety_gates): a constant.
     v_gates text[] := pgmem._safety_gates('secret');
     v_lower text;
     v_digits integer;
