@@ -116,6 +116,50 @@ def test_bad_input_is_refused_and_nothing_is_written(
     assert counts(db.admin, acme.name) == dict.fromkeys(WRITTEN, 0)
 
 
+@pytest.mark.parametrize(
+    "embedding",
+    [
+        "{0.6,0.8}",
+        "{3e38,3e38}",  # the squares overflow real, not double precision
+        "{1e-30,0}",
+        "{0,0,0}",
+        "{NaN,1}",
+        "{1,Infinity}",
+        "{-Infinity,1}",
+        "{1,NULL}",
+        "{}",
+        "{{0.6,0.8},{0,1}}",  # nested: dims -1
+        "array_fill(0.5::real, array[16001])",  # more than a vector holds
+        "array_fill(0.01::real, array[384])",
+    ],
+)
+def test_embedding_stats_are_those_of_the_elements(db: Db, embedding: str) -> None:
+    """pgmem._embedding_stats answers from C where it can (array searches, pgvector's
+    norm); it must say what the element-by-element definition says."""
+    value = embedding if embedding.startswith("array_fill") else f"'{embedding}'::real[]"
+    stats = db.admin.execute(f"select * from pgmem._embedding_stats({value})").fetchone()
+    expected = (
+        db.admin.execute(
+            f"""select case when array_ndims(e) = 1 then cardinality(e) else -1 end,
+                   count(*) filter (where x.v is null
+                                    or x.v in ('NaN', 'Infinity', '-Infinity')) = 0,
+                   sqrt(sum(x.v::float8 * x.v::float8))
+            from (select {value} as e) as a, unnest(a.e) as x(v)
+            group by a.e"""
+        ).fetchone()
+        or db.admin.execute(  # no element: no group
+            f"select case when array_ndims({value}) = 1 then 0 else -1 end, true, null::float8"
+        ).fetchone()
+    )
+    assert stats is not None and expected is not None
+    assert stats[:2] == expected[:2]
+    # pgvector sums the squares in another order: the last bits may differ.
+    if expected[2] is None or not math.isfinite(expected[2]):
+        assert str(stats[2]) == str(expected[2])
+    else:
+        assert math.isclose(stats[2], expected[2], rel_tol=1e-12)
+
+
 def test_maximum_size_comes_from_the_tenants_settings(acme: Tenant, db: Db) -> None:
     db.admin.execute(
         "update pgmem.settings set max_content_bytes = 10 where tenant_id = %s", (acme.name,)

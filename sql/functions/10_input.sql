@@ -27,17 +27,30 @@ create or replace function pgmem._embedding_stats(
     out finite boolean,
     out norm double precision
 )
-language sql
+language plpgsql
 immutable strict parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+begin
     -- Embeddings arrive as real[] rather than vector: a vector cannot even
     -- hold NaN, so the caller would get pgvector's cast error, not PM016.
-    select case when pg_catalog.array_ndims(p_embedding) = 1 then pg_catalog.cardinality(p_embedding) else -1 end,
-           pg_catalog.count(*) filter (where x.v is null or x.v in ('NaN', 'Infinity', '-Infinity')) = 0,
+    dims := case when pg_catalog.array_ndims(p_embedding) = 1 then pg_catalog.cardinality(p_embedding) else -1 end;
+    -- The usual case in C: array searches for what a vector cannot hold,
+    -- then pgvector's norm (~30 us, against ~220 us element by element).
+    if dims between 1 and 16000
+       and not ('NaN'::real = any (p_embedding) or 'Infinity'::real = any (p_embedding)
+                or '-Infinity'::real = any (p_embedding))
+       and pg_catalog.array_position(p_embedding, null) is null then
+        finite := true;
+        norm := public.vector_norm(p_embedding::public.vector);
+        return;
+    end if;
+    select pg_catalog.count(*) filter (where x.v is null or x.v in ('NaN', 'Infinity', '-Infinity')) = 0,
            pg_catalog.sqrt(pg_catalog.sum(x.v::double precision * x.v::double precision))
-    from pg_catalog.unnest(p_embedding) as x(v)
+    into finite, norm
+    from pg_catalog.unnest(p_embedding) as x(v);
+end
 $$;
 
 comment on function pgmem._embedding_stats(real[]) is
