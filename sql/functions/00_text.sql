@@ -158,11 +158,13 @@ returns real
 language sql
 immutable strict parallel safe
 security invoker
-set search_path = pg_catalog, pg_temp
 as $$
     -- BM25's idf: a rare word ("violin") counts for more than one in half the
-    -- subject's memories (a speaker's name).
-    select pg_catalog.ln(1 + (p_n + 1)::double precision / (p_df + 1))::real
+    -- subject's memories (a speaker's name). No SET clause and qualified
+    -- operators: inlined where it is called.
+    select pg_catalog.ln(1 operator(pg_catalog.+)
+                         ((p_n operator(pg_catalog.+) 1)::double precision
+                          operator(pg_catalog./) (p_df operator(pg_catalog.+) 1)))::real
 $$;
 
 comment on function pgmem._term_weight(bigint, bigint) is

@@ -864,19 +864,24 @@ comment on function pgmem.detect_injection(text) is
 
 create or replace function pgmem._luhn_valid(p_digits text)
 returns boolean
-language sql
+-- plpgsql for its cached plan: as a SQL function with a SET clause it was
+-- planned again at every call (~0.1 ms for each number redaction looks at).
+language plpgsql
 immutable strict parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+begin
     -- Luhn (ISO/IEC 7812-1): from the right, double every second digit.
-    select pg_catalog.length(d.s) between 13 and 19
-       and (select pg_catalog.sum(case when (pg_catalog.length(d.s) - i.pos) % 2 = 1
-                                       then (x.v * 2) / 10 + (x.v * 2) % 10
-                                       else x.v end) % 10 = 0
-            from pg_catalog.generate_series(1, pg_catalog.length(d.s)) as i(pos)
-            cross join lateral (select pg_catalog.substr(d.s, i.pos, 1)::integer as v) as x)
-    from (select pg_catalog.regexp_replace(p_digits, '[^0-9]', '', 'g') as s) as d
+    return (
+        select pg_catalog.length(d.s) between 13 and 19
+           and (select pg_catalog.sum(case when (pg_catalog.length(d.s) - i.pos) % 2 = 1
+                                           then (x.v * 2) / 10 + (x.v * 2) % 10
+                                           else x.v end) % 10 = 0
+                from pg_catalog.generate_series(1, pg_catalog.length(d.s)) as i(pos)
+                cross join lateral (select pg_catalog.substr(d.s, i.pos, 1)::integer as v) as x)
+        from (select pg_catalog.regexp_replace(p_digits, '[^0-9]', '', 'g') as s) as d);
+end
 $$;
 
 comment on function pgmem._luhn_valid(text) is

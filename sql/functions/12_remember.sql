@@ -169,14 +169,14 @@ returns text
 language sql
 immutable parallel safe
 security invoker
-set search_path = pg_catalog, pg_temp
 as $$
+    -- No SET clause and qualified operators: inlined where it is called.
     select case when p_same_content then 'reinforced'
-                when p_triple = 'same' then 'reinforced'
-                when p_triple = 'newer' then 'outdated'
-                when p_triple = 'other' then 'superseded'
-                when p_similarity >= p_settings.duplicate_threshold then 'deduplicated'
-                when p_similarity >= p_settings.merge_threshold then 'merge_pending'
+                when p_triple operator(pg_catalog.=) 'same' then 'reinforced'
+                when p_triple operator(pg_catalog.=) 'newer' then 'outdated'
+                when p_triple operator(pg_catalog.=) 'other' then 'superseded'
+                when p_similarity operator(pg_catalog.>=) p_settings.duplicate_threshold then 'deduplicated'
+                when p_similarity operator(pg_catalog.>=) p_settings.merge_threshold then 'merge_pending'
                 else 'inserted'
            end
 $$;

@@ -24,11 +24,11 @@ returns real
 language sql
 immutable parallel safe
 security invoker
-set search_path = pg_catalog, pg_temp
 as $$
-    select case p_source when 'rule' then p_settings.confidence_rule
-                         when 'llm' then p_settings.confidence_llm
-                         else 1::real end
+    -- No SET clause and qualified operators: inlined where it is called.
+    select case when p_source operator(pg_catalog.=) 'rule' then p_settings.confidence_rule
+                when p_source operator(pg_catalog.=) 'llm' then p_settings.confidence_llm
+                else 1::real end
 $$;
 
 comment on function pgmem._default_confidence(pgmem.settings, text) is
@@ -39,12 +39,13 @@ returns timestamptz
 language sql
 stable parallel safe
 security invoker
-set search_path = pg_catalog, pg_temp
 as $$
     -- The settings column ttl_<kind>; there is none for preferences, so
     -- they never expire by default. Stable, not immutable: interval text
-    -- depends on IntervalStyle (as pgmem._half_lives).
-    select p_valid_from + (pg_catalog.to_jsonb(p_settings) ->> ('ttl_' || p_kind))::interval
+    -- depends on IntervalStyle (as pgmem._half_lives). No SET clause and
+    -- qualified operators: inlined where it is called.
+    select p_valid_from operator(pg_catalog.+)
+           (pg_catalog.to_jsonb(p_settings) operator(pg_catalog.->>) ('ttl_' operator(pg_catalog.||) p_kind))::pg_catalog.interval
 $$;
 
 comment on function pgmem._default_expiry(pgmem.settings, text, timestamptz) is

@@ -38,20 +38,25 @@ create or replace function pgmem._byte_limits(
     out max_content_bytes integer,
     out max_turn_bytes integer
 )
-language sql
+-- plpgsql for its cached plan: as a SQL function with a SET clause it was
+-- planned again at every call (every write's guard triggers).
+language plpgsql
 stable
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+begin
     -- The tenant's own row, else the defaults (a row may be written for a
     -- tenant whose settings row does not exist yet). Two scalars rather than
     -- the settings row: on Citus the guards run on a worker, where a
     -- reference table's row type is its shard's.
     select s.max_content_bytes, s.max_turn_bytes
+    into max_content_bytes, max_turn_bytes
     from pgmem.settings as s
     where s.tenant_id in (p_tenant, '_default')
     order by s.tenant_id = '_default'
-    limit 1
+    limit 1;
+end
 $$;
 
 comment on function pgmem._byte_limits(text) is

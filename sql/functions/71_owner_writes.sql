@@ -10,18 +10,22 @@
 
 create or replace function pgmem._session_may_act_for(p_tenant text)
 returns boolean
-language sql
+-- plpgsql for its cached plan: as a SQL function with a SET clause it was
+-- planned again at every call (~0.1 ms of every write).
+language plpgsql
 stable
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    select coalesce((select r.rolsuper or r.rolbypassrls from pg_catalog.pg_roles as r
+begin
+    return coalesce((select r.rolsuper or r.rolbypassrls from pg_catalog.pg_roles as r
                      where r.rolname = session_user), false)
         or pg_catalog.pg_has_role(session_user, 'pgmem_admin', 'MEMBER')
         or (p_tenant is not null
             and (pgmem._login_tenant(session_user) = p_tenant
                  or (pg_catalog.pg_has_role(session_user, 'pgmem_service', 'MEMBER')
-                     and pg_catalog.current_setting('pgmem.tenant', true) = p_tenant)))
+                     and pg_catalog.current_setting('pgmem.tenant', true) = p_tenant)));
+end
 $$;
 
 comment on function pgmem._session_may_act_for(text) is
