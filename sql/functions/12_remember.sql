@@ -190,10 +190,11 @@ returns jsonb
 language sql
 immutable parallel safe
 security invoker
-set search_path = pg_catalog, pg_temp
 as $$
+    -- No SET clause and qualified operators: inlined where it is called.
     select pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
-               'redacted', case when pg_catalog.cardinality(p_redacted) > 0 then pg_catalog.to_jsonb(p_redacted) end,
+               'redacted', case when pg_catalog.cardinality(p_redacted) operator(pg_catalog.>) 0
+                                then pg_catalog.to_jsonb(p_redacted) end,
                'agent_id', p_agent_id))
 $$;
 
