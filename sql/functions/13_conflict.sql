@@ -636,43 +636,47 @@ begin
             from pgmem.memories as m
             where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
         ),
-        -- The nearest row of each probe: the smallest distance, then the
-        -- smallest id (NULL where either has no vector: no match).
-        nearest as (
-            select p.item, n.memory_id, n.distance
-            from probes as p
-            cross join lateral (
-                select r.memory_id, r.embedding OPERATOR(public.<=>) p.embedding as distance
-                from subject_rows as r
-                where r.embedding OPERATOR(public.<=>) p.embedding <> 'NaN'::double precision
-                order by 2, r.memory_id
-                limit 1) as n
-        ),
         counted as (
             select pg_catalog.count(*)::integer as subject_rows from subject_rows
         ),
-        candidates as (
-            select p.item, c.memory_id, c.similarity, c.terms, c.marks
+        -- Each probe's pass over the subject's rows, nearest first (distance,
+        -- then the oldest; rows without a vector last, the newest first),
+        -- each distance computed once: the first row is its nearest when its
+        -- distance is a number (a degenerate NaN distance is no match); the
+        -- neighbour test runs on the rows in that order, only on rows pulled,
+        -- until enough pass. (The nearest row and the candidates were two
+        -- passes, each computing every distance: ~0.9 ms more a probe.)
+        ranked as (
+            select p.item, d.memory_id, d.distance, d.terms, d.marks, d.rn, d.passes,
+                   pg_catalog.count(*) filter (where d.passes) over (partition by p.item order by d.rn) as pass_rank
             from probes as p
             cross join lateral (
-                select d.memory_id, d.similarity, d.terms, d.marks
-                -- OFFSET 0: every row sorted first, the test below run in that
-                -- order until enough pass
-                from (select r.memory_id, (1 - (r.embedding OPERATOR(public.<=>) p.embedding))::real as similarity,
-                             r.terms, r.marks
-                      from subject_rows as r
-                      order by 2 desc nulls last, r.memory_id desc
-                      offset 0) as d
-                where (d.similarity >= p_settings.conflict_threshold and d.similarity <> 'NaN'::real)
-                   or d.terms && p.terms
-                   or (p.attributes <> '{}' and d.marks && p.attributes)
-                limit pgmem._contradiction_candidates()) as c
-            where p.check_conflicts
+                select s.memory_id, s.distance, s.terms, s.marks, s.rn, s.passes
+                from (select o.memory_id, o.distance, o.terms, o.marks,
+                             -- Numbers the rows as they come: already in order.
+                             pg_catalog.row_number() over () as rn,
+                             p.check_conflicts
+                             and (((1 - o.distance)::real >= p_settings.conflict_threshold
+                                   and o.distance <> 'NaN'::double precision)
+                                  or o.terms && p.terms
+                                  or (p.attributes <> '{}' and o.marks && p.attributes)) as passes
+                      -- OFFSET 0: each distance computed once, then every row sorted.
+                      from (select x.memory_id, x.distance, x.terms, x.marks
+                            from (select r.memory_id, r.embedding OPERATOR(public.<=>) p.embedding as distance,
+                                         r.terms, r.marks
+                                  from subject_rows as r
+                                  offset 0) as x
+                            order by x.distance, case when x.distance is null then -x.memory_id else x.memory_id end
+                            offset 0) as o) as s
+                where s.rn = 1 or s.passes
+                -- The first row and enough passing ones (the first may be one).
+                limit case when p.check_conflicts then 1 + pgmem._contradiction_candidates() else 1 end) as d
         )
         select n.item, n.memory_id, true as nearest, null::text as rule, (1 - n.distance)::real as similarity,
                m.valid_from, m.confidence, m.content, (select k.subject_rows from counted as k)
-        from nearest as n
+        from ranked as n
         join pgmem.memories as m on m.tenant_id = p_tenant and m.memory_id = n.memory_id
+        where n.rn = 1 and n.distance <> 'NaN'::double precision
         union all
         select c.item, c.memory_id, false,
                case when m.valid_from > p.valid_from
@@ -680,10 +684,11 @@ begin
                               then pgmem._contradiction(p.content, p.terms, p.marks, m.content, c.terms, c.marks) end
                     when pgmem._may_contradict(c.marks, p.marks)
                     then pgmem._contradiction(m.content, c.terms, c.marks, p.content, p.terms, p.marks) end,
-               c.similarity, m.valid_from, m.confidence, m.content, (select k.subject_rows from counted as k)
-        from candidates as c
+               (1 - c.distance)::real, m.valid_from, m.confidence, m.content, (select k.subject_rows from counted as k)
+        from ranked as c
         join probes as p on p.item = c.item
         join pgmem.memories as m on m.tenant_id = p_tenant and m.memory_id = c.memory_id
+        where c.passes and c.pass_rank <= pgmem._contradiction_candidates()
         order by item, nearest desc, similarity desc nulls last, memory_id desc;
 end
 $$;
