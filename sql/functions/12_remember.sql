@@ -48,25 +48,28 @@ declare
 begin
     loop
         -- In subject order, so that two batches sharing subjects cannot deadlock.
-        insert into pgmem.subjects (tenant_id, subject, created_at)
-        select p_tenant, s.subject, p_now
-        from (select distinct u.subject from pg_catalog.unnest(p_subjects) as u(subject)) as s
-        order by s.subject
-        on conflict do nothing;
         perform
         from pgmem.subjects as s
         where s.tenant_id = p_tenant and s.subject = any (p_subjects)
         order by s.subject
         for update;
         get diagnostics v_locked = row_count;
-        -- Fewer rows: an erase_subject deleted one while we waited for its
-        -- lock; the next round creates it again.
         exit when v_locked = v_wanted;
+        -- Fewer rows: a subject new to the tenant, or one an erase_subject
+        -- deleted while we waited for its lock. Created (rows another
+        -- transaction is creating are waited for), then locked in the next
+        -- round. Locking first spares the usual write, whose subject exists,
+        -- an INSERT ... ON CONFLICT (~0.3 ms).
         v_rounds := v_rounds + 1;
         if v_rounds >= 10 then
             raise exception 'could not lock the subjects rows of %', p_subjects
                 using errcode = 'lock_not_available', hint = 'Subjects are being erased concurrently; retry.';
         end if;
+        insert into pgmem.subjects (tenant_id, subject, created_at)
+        select p_tenant, s.subject, p_now
+        from (select distinct u.subject from pg_catalog.unnest(p_subjects) as u(subject)) as s
+        order by s.subject
+        on conflict do nothing;
     end loop;
 end
 $$;
