@@ -1,5 +1,6 @@
 """Storage (alembic 0006): vectors in half precision rank like float32 on real
-text, and the HNSW index holds large subjects only while recall finds both."""
+text, and the HNSW index holds large subjects only while recall finds both;
+(alembic 0016) a row keeps its vector in line up to a page."""
 
 from __future__ import annotations
 
@@ -141,6 +142,38 @@ def content(admin: psycopg.Connection, memory_id: int) -> str:
     return admin.execute(
         "select content from pgmem.memories where memory_id = %s", (memory_id,)
     ).fetchone()[0]
+
+
+def test_a_row_past_two_kilobytes_keeps_its_vector_in_line(
+    db: Db, new_tenant: Callable[[], Tenant]
+) -> None:
+    """Past PostgreSQL's default 2,032 bytes a row had its vector moved to the TOAST
+    table (the largest column the toaster may move), which every distance then read
+    through the TOAST index; with toast_tuple_target at its maximum it stays."""
+    t = new_tenant()
+    toast = db.admin.execute(
+        "select reltoastrelid::regclass::text from pg_class where oid = 'pgmem.memories'::regclass"
+    ).fetchone()[0]
+
+    def out_of_line() -> int:
+        return db.admin.execute(f"select count(*) from {toast}").fetchone()[0]
+
+    before = out_of_line()
+    rng = random.Random(3)
+    # Seventy made-up words: the text, its tsvector and its terms all grow, none
+    # compresses, and none is as long as the vector.
+    words = " ".join(
+        "".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(8)) for _ in range(70)
+    )
+    t.conn.execute(
+        "select pgmem.remember('alice', %s, %s::real[])", (words, unit(random.Random(4)))
+    )
+    size = db.admin.execute(
+        "select pg_column_size(m.*) from pgmem.memories as m where m.tenant_id = %s",
+        (t.name,),
+    ).fetchone()[0]
+    assert size > 2032
+    assert out_of_line() == before
 
 
 def test_index_subjects_covers_plain_sql_rows_and_a_lowered_limit(
