@@ -180,16 +180,19 @@ class Tenant:
     dsn: str  # for more sessions as that role
 
 
-def add_crowd(db: Db, tenant: str, rows: int = 4000) -> None:
-    """A subject 'crowd' of ``rows`` memories for ``tenant``, and fresh statistics: the
-    average subject is then most of the table, as for a tenant with few subjects."""
+def add_crowd(db: Db, tenant: str, about: str, rows: int = 4000) -> None:
+    """A subject 'crowd' of ``rows`` memories for ``tenant``, each holding the word
+    ``about`` (the test's own subject shares it, so matching text is everywhere), and
+    fresh statistics: the average subject is then most of the table, as for a tenant
+    with few subjects."""
     db.admin.execute(
         "insert into pgmem.subjects (tenant_id, subject) values (%s, 'crowd')", (tenant,)
     )
     db.admin.execute(
         """insert into pgmem.memories (tenant_id, subject, kind, content)
-           select %s, 'crowd', 'episodic', 'crowd note ' || i from generate_series(1, %s) i""",
-        (tenant, rows),
+           select %s, 'crowd', 'episodic', 'crowd note ' || i || ' about the ' || %s
+           from generate_series(1, %s) i""",
+        (tenant, about, rows),
     )
     db.admin.execute("analyze pgmem.memories")
 

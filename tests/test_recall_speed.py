@@ -196,7 +196,7 @@ def test_recall_reads_a_small_subject_by_index_beside_a_huge_one(
             "select pgmem.remember('alice', %s, %s::real[])",
             (f"Alice note {i} about the violin", [rng.gauss(0, 1) for _ in range(384)]),
         )
-    add_crowd(db, tenant.name)
+    add_crowd(db, tenant.name, "violin")
     query = str([rng.gauss(0, 1) for _ in range(384)])
     shapes = [
         ("violin note", query),

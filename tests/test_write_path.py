@@ -465,7 +465,7 @@ def test_writes_read_a_small_subject_by_index_beside_a_huge_one(acme: Tenant, db
     # must still read only that subject's rows, although the average subject
     # here is most of the table.
     remember(acme.conn, "alice", "Alice tuned the guitar", vec(0))
-    add_crowd(db, acme.name)
+    add_crowd(db, acme.name, "guitar")
     with psycopg.connect(acme.dsn, autocommit=True) as conn, conn.transaction():
         for i in range(1, 11):
             assert remember(conn, "alice", f"Alice played show {i} in town {i}", vec(i))[0] == (
