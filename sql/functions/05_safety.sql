@@ -990,6 +990,23 @@ $$;
 comment on function pgmem._redact_many(text[]) is
     'pgmem.redact over an array, with the kinds of data replaced in each item (internal; pgmem.remember records the kinds, never the values).';
 
+-- plpgsql for its cached plan: a SQL function holding a subquery is never
+-- inlined, and its statement would be planned at every call.
+create or replace function pgmem._redacted(p_texts text[])
+returns text[]
+language plpgsql
+stable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    return array(select r.content from pgmem._redact_many(p_texts) as r order by r.item);
+end
+$$;
+
+comment on function pgmem._redacted(text[]) is
+    'The redacted form of each element of p_texts, in order, NULL for NULL (pgmem._redact_many without the kinds; internal).';
+
 create or replace function pgmem._redact_objects(p_predicates text[], p_objects text[])
 returns table(item integer, object text, kinds text[])
 language plpgsql

@@ -365,16 +365,10 @@ begin
     -- Redaction, a column at a time, into arrays the insert reads by row
     -- number: joined to the insert as four function scans they made it
     -- ~0.6-0.9 ms to plan, and PostgreSQL planned it again at every write.
-    v_contents := array(select c.content from pgmem._redact_many(v_unchecked) as c order by c.item);
-    v_sessions := array(select c.content
-                        from pgmem._redact_many(array(select x.session_id from pg_catalog.unnest(p_rows) as x)) as c
-                        order by c.item);
-    v_agents := array(select c.content
-                      from pgmem._redact_many(array(select x.agent_id from pg_catalog.unnest(p_rows) as x)) as c
-                      order by c.item);
-    v_objects := array(select c.content
-                       from pgmem._redact_many(array(select x.triple_object from pg_catalog.unnest(p_rows) as x)) as c
-                       order by c.item);
+    v_contents := pgmem._redacted(v_unchecked);
+    v_sessions := pgmem._redacted(array(select x.session_id from pg_catalog.unnest(p_rows) as x));
+    v_agents := pgmem._redacted(array(select x.agent_id from pg_catalog.unnest(p_rows) as x));
+    v_objects := pgmem._redacted(array(select x.triple_object from pg_catalog.unnest(p_rows) as x));
 
     return query
     with inserted as (
