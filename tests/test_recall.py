@@ -300,6 +300,17 @@ def test_text_only_recall_in_english_ranks_by_matched_terms(acme: Store) -> None
     assert acme.recall("the and of") == []  # stop words only: nothing to match, nothing ranked high
 
 
+def test_a_compound_word_matches_as_a_whole_term(acme: Store) -> None:
+    # "self-driving" is the lexemes self-driv, self and drive: each term is
+    # matched whole, not parsed again ('self-driv' <-> 'self' <-> 'driv', which
+    # no memory holds), so a memory holding the phrase holds every term.
+    whole = acme.add("Caroline bought a self-driving car")
+    parts = acme.add("Caroline drives herself to work")
+    rows = {r["memory_id"]: r for r in acme.recall("self-driving")}
+    assert rows[whole]["text_match"] == 1.0
+    assert rows[parts]["text_match"] < 1.0
+
+
 def test_text_only_recall_in_chinese(acme: Store) -> None:
     coffee = acme.add("我每天早上都喜欢喝咖啡", kind="preference")
     beijing = acme.add("北京的天气很好")

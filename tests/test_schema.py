@@ -202,6 +202,26 @@ def test_full_text_search_in_english_and_chinese(
     assert row == (matches,)
 
 
+@pytest.mark.parametrize(
+    ("lexemes", "query"),
+    [
+        (["self-driv", "bob.smith@example.com"], "'self-driv' | 'bob.smith@example.com'"),
+        (["o'brien", "c\\d", "x y", "p:*", "!&"], "'o''brien' | 'c\\\\d' | 'x y' | 'p:*' | '!&'"),
+    ],
+)
+def test_terms_query_takes_each_lexeme_whole(
+    admin: psycopg.Connection, lexemes: list[str], query: str
+) -> None:
+    row = admin.execute(
+        "select pgmem._terms_query(%(l)s)::text,"
+        " (select pg_catalog.bool_and(pg_catalog.array_to_tsvector(array[l])"
+        "                             @@ pgmem._terms_query(array[l]))"
+        "  from pg_catalog.unnest(%(l)s::text[]) as l)",
+        {"l": lexemes},
+    ).fetchone()
+    assert row == (query, True)
+
+
 def test_normalized_content_ignores_case_space_and_punctuation(admin: psycopg.Connection) -> None:
     row = admin.execute(
         "select pgmem._content_hash(%s) = pgmem._content_hash(%s), "

@@ -121,7 +121,7 @@ $$;
 comment on function pgmem._memories_text() is
     'Row trigger on pgmem.memories: content_hash, fts, conflict_terms and conflict_marks from the content, when a row is inserted or its content written; an INSERT by a superuser or BYPASSRLS role (pgmem._store_memories) that supplies both features keeps them (internal).';
 
-create or replace function pgmem._tsq(p_query text)
+create or replace function pgmem._terms_query(p_lexemes text[])
 returns tsquery
 language sql
 immutable strict parallel safe
@@ -129,10 +129,30 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
     -- Any matching term counts (OR): ranking, not the query, decides order.
-    -- Lexemes are already normalized by _tsv, so 'simple' only quotes them.
-    select pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, coalesce(pg_catalog.string_agg(
-               pg_catalog.quote_literal(l.lexeme), ' | '), ''))
-    from pg_catalog.unnest(pgmem._tsv(p_query)) as l
+    -- Each lexeme is quoted for tsquery input (quotes and backslashes
+    -- doubled), which takes it whole. to_tsquery would parse it again: a
+    -- compound lexeme such as 'self-driv' (from "self-driving") became the
+    -- phrase 'self-driv' <-> 'self' <-> 'driv', and no memory holds 'driv'
+    -- (its "driving" stems to 'drive'), so the term never matched.
+    select coalesce(pg_catalog.string_agg(
+               '''' operator(pg_catalog.||)
+               pg_catalog.replace(pg_catalog.replace(l.lexeme, '\', '\\'), '''', '''''')
+               operator(pg_catalog.||) '''', ' | '), '')::pg_catalog.tsquery
+    from pg_catalog.unnest(p_lexemes) as l(lexeme)
+$$;
+
+comment on function pgmem._terms_query(text[]) is
+    'OR-query over the given lexemes, each matched whole, as a memory''s fts holds it (not parsed again).';
+
+create or replace function pgmem._tsq(p_query text)
+returns tsquery
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Lexemes already normalized by _tsv, matched whole.
+    select pgmem._terms_query(pg_catalog.tsvector_to_array(pgmem._tsv(p_query)))
 $$;
 
 comment on function pgmem._tsq(text) is

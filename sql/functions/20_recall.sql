@@ -218,13 +218,9 @@ begin
     v_lexemes := pgmem._query_terms(p_query);  -- NULL: stop words only, nothing to match on
     if v_lexemes is not null then
         -- pgmem._tsq(p_query), without tokenizing the query a second time,
-        -- and each term as a query of its own, parsed once.
-        v_tsquery := (select pg_catalog.to_tsquery('pg_catalog.simple'::regconfig,
-                                 pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | '))
-                      from pg_catalog.unnest(v_lexemes) as l(lexeme));
-        v_terms := array(select pg_catalog.to_tsquery('pg_catalog.simple'::regconfig,
-                                                      pg_catalog.quote_literal(l.lexeme))
-                         from pg_catalog.unnest(v_lexemes) as l(lexeme));
+        -- and each term as a query of its own, built once.
+        v_tsquery := pgmem._terms_query(v_lexemes);
+        v_terms := array(select pgmem._terms_query(array[l.lexeme]) from pg_catalog.unnest(v_lexemes) as l(lexeme));
     end if;
     -- MMR re-ranks a few times k (LangChain's fetch_k = 20 for k = 4).
     v_pool := greatest(v_settings.candidate_pool, p_k,
