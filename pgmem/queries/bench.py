@@ -154,7 +154,7 @@ from pgmem.recall(%(subject)s, %(text)s, %(embedding)s::public.vector, p_k => 10
 # one term at a time.
 EXACT_IDS: Final = """
 with terms as (
-    select l.position, l.lexeme, pgmem._terms_query(array[l.lexeme]) as query
+    select l.position, l.lexeme, pgmem._tsquery_lexeme(l.lexeme)::tsquery as query
     from pg_catalog.unnest(pgmem._query_terms(%(text)s)) with ordinality as l(lexeme, position)
 ),
 subject as (

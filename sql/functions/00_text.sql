@@ -121,28 +121,44 @@ $$;
 comment on function pgmem._memories_text() is
     'Row trigger on pgmem.memories: content_hash, fts, conflict_terms and conflict_marks from the content, when a row is inserted or its content written; an INSERT by a superuser or BYPASSRLS role (pgmem._store_memories) that supplies both features keeps them (internal).';
 
+create or replace function pgmem._tsquery_lexeme(p_lexeme text)
+returns text
+language sql
+immutable strict parallel safe
+security invoker
+as $$
+    -- A lexeme quoted for tsquery input (quotes and backslashes doubled),
+    -- which takes it whole. to_tsquery would parse it again: a compound
+    -- lexeme such as 'self-driv' (from "self-driving") became the phrase
+    -- 'self-driv' <-> 'self' <-> 'driv', and no memory holds 'driv' (its
+    -- "driving" stems to 'drive'), so the term never matched. No SET clause
+    -- and qualified operators: inlined where it is called.
+    select '''' operator(pg_catalog.||)
+           pg_catalog.replace(pg_catalog.replace(p_lexeme, '\', '\\'), '''', '''''')
+           operator(pg_catalog.||) ''''
+$$;
+
+comment on function pgmem._tsquery_lexeme(text) is
+    'A lexeme as tsquery input that matches it whole, as a memory''s fts holds it (not parsed again): cast it to tsquery (internal).';
+
+-- plpgsql, not sql: a SQL function with a SET clause is planned at every
+-- call; recall builds its query with this one.
 create or replace function pgmem._terms_query(p_lexemes text[])
 returns tsquery
-language sql
+language plpgsql
 immutable strict parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+begin
     -- Any matching term counts (OR): ranking, not the query, decides order.
-    -- Each lexeme is quoted for tsquery input (quotes and backslashes
-    -- doubled), which takes it whole. to_tsquery would parse it again: a
-    -- compound lexeme such as 'self-driv' (from "self-driving") became the
-    -- phrase 'self-driv' <-> 'self' <-> 'driv', and no memory holds 'driv'
-    -- (its "driving" stems to 'drive'), so the term never matched.
-    select coalesce(pg_catalog.string_agg(
-               '''' operator(pg_catalog.||)
-               pg_catalog.replace(pg_catalog.replace(l.lexeme, '\', '\\'), '''', '''''')
-               operator(pg_catalog.||) '''', ' | '), '')::pg_catalog.tsquery
-    from pg_catalog.unnest(p_lexemes) as l(lexeme)
+    return (select coalesce(pg_catalog.string_agg(pgmem._tsquery_lexeme(l.lexeme), ' | '), '')::pg_catalog.tsquery
+            from pg_catalog.unnest(p_lexemes) as l(lexeme));
+end
 $$;
 
 comment on function pgmem._terms_query(text[]) is
-    'OR-query over the given lexemes, each matched whole, as a memory''s fts holds it (not parsed again).';
+    'OR-query over the given lexemes, each matched whole (pgmem._tsquery_lexeme).';
 
 create or replace function pgmem._tsq(p_query text)
 returns tsquery

@@ -220,7 +220,8 @@ begin
         -- pgmem._tsq(p_query), without tokenizing the query a second time,
         -- and each term as a query of its own, built once.
         v_tsquery := pgmem._terms_query(v_lexemes);
-        v_terms := array(select pgmem._terms_query(array[l.lexeme]) from pg_catalog.unnest(v_lexemes) as l(lexeme));
+        v_terms := array(select pgmem._tsquery_lexeme(l.lexeme)::pg_catalog.tsquery
+                         from pg_catalog.unnest(v_lexemes) as l(lexeme));
     end if;
     -- MMR re-ranks a few times k (LangChain's fetch_k = 20 for k = 4).
     v_pool := greatest(v_settings.candidate_pool, p_k,
