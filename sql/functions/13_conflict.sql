@@ -601,6 +601,12 @@ set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
 as $$
 #variable_conflict use_column
+declare
+    -- The first new fact's vector, and whether there are others: the read
+    -- of the subject measures every row against the first, and keeps the
+    -- rows' own vectors (~800 bytes each) only for the others to use.
+    v_first public.halfvec := (p_probes[1]).embedding;
+    v_others boolean := pg_catalog.cardinality(p_probes) > 1;
 begin
     perform pgmem._plan_per_call_on_citus();
     -- What a write must know of its subject's active memories, for each new
@@ -624,13 +630,18 @@ begin
     return query
         with probes as materialized (
             select p.item, p.content, p.embedding, p.valid_from, p.terms, p.marks, p.check_conflicts,
-                   array(select k from pg_catalog.unnest(p.marks) as k where k like 'attribute:%') as attributes
-            from pg_catalog.unnest(p_probes) as p
+                   array(select k from pg_catalog.unnest(p.marks) as k where k like 'attribute:%') as attributes,
+                   p.ordinal
+            from pg_catalog.unnest(p_probes) with ordinality as p(item, content, embedding, valid_from, terms, marks,
+                                                                  check_conflicts, ordinal)
         ),
         -- The subject, read once. Rows stored before alembic 0012 hold no
-        -- features: their text is read.
+        -- features: their text is read. A single write's rows carry their
+        -- distance to it, not their vectors: ~0.6 ms less to keep and read
+        -- back at 1,000 rows.
         subject_rows as materialized (
-            select m.memory_id, m.embedding,
+            select m.memory_id, m.embedding OPERATOR(public.<=>) v_first as first_distance,
+                   case when v_others then m.embedding end as embedding,
                    coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)) as terms,
                    coalesce(m.conflict_marks, pgmem._conflict_marks(m.content)) as marks
             from pgmem.memories as m
@@ -662,7 +673,9 @@ begin
                                   or (p.attributes <> '{}' and o.marks && p.attributes)) as passes
                       -- OFFSET 0: each distance computed once, then every row sorted.
                       from (select x.memory_id, x.distance, x.terms, x.marks
-                            from (select r.memory_id, r.embedding OPERATOR(public.<=>) p.embedding as distance,
+                            from (select r.memory_id,
+                                         case when p.ordinal = 1 then r.first_distance
+                                              else r.embedding OPERATOR(public.<=>) p.embedding end as distance,
                                          r.terms, r.marks
                                   from subject_rows as r
                                   offset 0) as x
