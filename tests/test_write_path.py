@@ -365,13 +365,18 @@ NEIGHBOURS = """
 select n.item, n.memory_id, n.nearest, n.rule, n.similarity
 from pgmem._neighbours(
     %(tenant)s, (select s from pgmem.settings as s where s.tenant_id = %(tenant)s), 'alice',
-    array(select row(p.i, p.content, null, now(), pgmem._conflict_terms(p.content),
-                     pgmem._conflict_marks(p.content), true)::pgmem.write_probe
-          from unnest(%(contents)s::text[]) with ordinality as p(content, i))) as n
+    array(select row(p.i, p.content, p.embedding::public.halfvec, now(),
+                     pgmem._conflict_terms(p.content), pgmem._conflict_marks(p.content),
+                     true)::pgmem.write_probe
+          from unnest(%(contents)s::text[], %(embeddings)s::text[]) with ordinality
+              as p(content, embedding, i))) as n
 """
 
 
-def test_neighbours_of_many_facts_are_those_of_each_alone(acme: Tenant, db: Db) -> None:
+@pytest.mark.parametrize("vectors", [False, True])
+def test_neighbours_of_many_facts_are_those_of_each_alone(
+    acme: Tenant, db: Db, vectors: bool
+) -> None:
     stored = [
         "Alice lives in Hangzhou",
         "Alice likes dark mode",
@@ -381,7 +386,14 @@ def test_neighbours_of_many_facts_are_those_of_each_alone(acme: Tenant, db: Db) 
         "我不喜欢咖啡",
         "Alice went hiking with her friends last weekend",
     ]
-    remember_many(acme.conn, [{"content": c} for c in stored], subject="alice")
+    # With vectors: each stored fact on an axis of its own; new fact i at
+    # cosine 0.6 to stored fact (i + 3) mod 7, its nearest row, and at 0 to
+    # the others.
+    remember_many(
+        acme.conn,
+        [{"content": c} | ({"embedding": vec(i)} if vectors else {}) for i, c in enumerate(stored)],
+        subject="alice",
+    )
     new = [
         "Alice moved to Shanghai",
         "Alice now prefers light mode",
@@ -391,20 +403,38 @@ def test_neighbours_of_many_facts_are_those_of_each_alone(acme: Tenant, db: Db) 
         "我喜欢咖啡",
         "Thanks, see you soon!",
     ]
+    embeddings = [
+        str(vec(20 + i, 0.8, toward=(i + 3) % len(stored))) if vectors else None
+        for i in range(len(new))
+    ]
     # Seven probes read the subject once; each alone reads it again.
-    together = acme.conn.execute(NEIGHBOURS, {"tenant": acme.name, "contents": new}).fetchall()
+    together = acme.conn.execute(
+        NEIGHBOURS, {"tenant": acme.name, "contents": new, "embeddings": embeddings}
+    ).fetchall()
     alone = [
         (i + 1, *row[1:])
         for i, content in enumerate(new)
         for row in acme.conn.execute(
-            NEIGHBOURS, {"tenant": acme.name, "contents": [content]}
+            NEIGHBOURS, {"tenant": acme.name, "contents": [content], "embeddings": [embeddings[i]]}
         ).fetchall()
     ]
     assert together == alone
     rules = {(row[0], row[3]) for row in together if row[3] is not None}
     assert {(1, "change"), (2, "antonym"), (3, "negation"), (4, "number"), (6, "negation")} <= rules
-    # Without vectors no row is nearest.
-    assert not any(row[2] for row in together)
+    nearest = {row[0]: (row[1], row[4]) for row in together if row[2]}
+    if vectors:
+        ids = {
+            c: i
+            for c, i in acme.conn.execute(
+                "select content, memory_id from pgmem.memories where subject = 'alice'"
+            ).fetchall()
+        }
+        assert nearest == {
+            i + 1: (ids[stored[(i + 3) % len(stored)]], pytest.approx(0.6, abs=1e-3))
+            for i in range(len(new))
+        }
+    else:
+        assert nearest == {}  # without vectors no row is nearest
 
 
 def test_neighbours_are_the_nearest_sixteen_that_pass_the_test(acme: Tenant, db: Db) -> None:
