@@ -538,8 +538,20 @@ def test_pg_cron_on_the_coordinator_really_ticks(admin: psycopg.Connection) -> N
             ).fetchone()
     finally:
         admin.execute("select cron.unschedule(%s)", (jobid[0],))
+        # The job's transaction commits its job_runs row before pg_cron
+        # records how the command ended: let a run in flight finish.
+        for _ in range(20):
+            running = admin.execute(
+                "select count(*) from cron.job_run_details"
+                " where jobid = %s and status in ('starting', 'running')",
+                (jobid[0],),
+            ).fetchone()
+            if running == (0,):
+                break
+            time.sleep(0.5)
     details = admin.execute(
-        "select status, return_message from cron.job_run_details where jobid = %s", (jobid[0],)
+        "select status, return_message from cron.job_run_details where jobid = %s order by runid",
+        (jobid[0],),
     ).fetchall()
     assert run is not None, f"no run recorded within {CRON_TICK_WAIT} s (cron: {details})"
     assert [status for status, _ in details][:1] == ["succeeded"]
