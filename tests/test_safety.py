@@ -288,6 +288,34 @@ def test_a_fold_is_its_steps_in_order(admin: psycopg.Connection, kind: str, text
     assert folded == expected
 
 
+def test_character_maps_without_ascii_are_flagged_so(admin: psycopg.Connection) -> None:
+    """pgmem._safety_column reports a character map that holds no ASCII character
+    as 'translate non-ascii' (pgmem._safety_fold skips it for ASCII text); every
+    other fold keeps its flags."""
+    for kind in ("stored", "injection", "loose"):
+        rules = admin.execute(
+            """select rule, pattern, flags from pgmem.safety_rules()
+               where category = 'fold' and kind = %s order by rule_order""",
+            (kind,),
+        ).fetchall()
+        expected = [
+            "translate non-ascii"
+            if flags == "translate" and all(ord(c) > 127 for c in pattern)
+            else flags
+            for _, pattern, flags in rules
+        ]
+        row = admin.execute("select pgmem._safety_column('fold', %s, 'flags')", (kind,)).fetchone()
+        assert row == (expected,), kind
+    flagged = {
+        rule: flags
+        for rule, flags in admin.execute(
+            "select rule, flags from pgmem.safety_rules() where category = 'fold'"
+        ).fetchall()
+    }
+    # The invisible characters are a map (deleted), no regular expression.
+    assert flagged["invisible"] == flagged["width"] == flagged["leet"] == "translate"
+
+
 def test_the_stored_gates_are_those_the_rules_give(admin: psycopg.Connection) -> None:
     """pgmem._safety_gates holds, as constants written when the SQL files are
     applied, what pgmem._derive_safety_gates reads from the rules' patterns."""

@@ -52,6 +52,11 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 begin
+    -- A byte a character: no CJK character (nor the regular expression
+    -- below run, which would take one of the 32 a backend keeps compiled).
+    if pg_catalog.octet_length(p_text) = pg_catalog.length(p_text) then
+        return '';
+    end if;
     -- Han, Hiragana/Katakana and Hangul runs become space-separated
     -- overlapping bigrams; a run of one character stays a unigram.
     return (select coalesce(pg_catalog.string_agg(pg_catalog.substr(m.run, i.pos, 2), ' ' order by m.n, i.pos), '')
@@ -75,8 +80,11 @@ language sql
 immutable strict parallel safe
 security invoker
 as $$
+    -- Text of a byte a character holds no CJK run to take out.
     select pg_catalog.to_tsvector('pg_catalog.english'::pg_catalog.regconfig,
-               pg_catalog.regexp_replace(p_content, '[㐀-䶿一-鿿豈-﫿぀-ヿ가-힯]+', ' ', 'g'))
+               case when pg_catalog.octet_length(p_content) operator(pg_catalog.=) pg_catalog.length(p_content)
+                    then p_content
+                    else pg_catalog.regexp_replace(p_content, '[㐀-䶿一-鿿豈-﫿぀-ヿ가-힯]+', ' ', 'g') end)
         operator(pg_catalog.||)
            pg_catalog.to_tsvector('pg_catalog.simple'::pg_catalog.regconfig, pgmem._cjk_bigrams(p_content))
 $$;

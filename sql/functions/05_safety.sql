@@ -95,10 +95,20 @@ begin
 
         -- Invisible characters: soft hyphen, combining grapheme joiner,
         -- zero-width spaces and joiners, bidi marks, embeddings, overrides
-        -- and isolates, invisible operators, variation selectors, BOM.
+        -- and isolates, invisible operators, variation selectors, BOM. A
+        -- map to nothing (deleted), not a regular expression: ASCII text
+        -- skips it, and it takes none of the 32 compiled expressions a
+        -- backend keeps.
         (3, 'invisible', 'fold', 'stored',
-         '[\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180E\u200B-\u200F\u202A-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0]',
-         '', 'g', false),
+         (select pg_catalog.string_agg(pg_catalog.chr(c.c), '' order by c.c)
+          from (select pg_catalog.unnest(array[173, 847, 1564, 4447, 4448, 6068, 6069, 12644, 65279, 65440])
+                union all select pg_catalog.generate_series(6155, 6158)     -- U+180B-U+180E
+                union all select pg_catalog.generate_series(8203, 8207)     -- U+200B-U+200F
+                union all select pg_catalog.generate_series(8234, 8238)     -- U+202A-U+202E
+                union all select pg_catalog.generate_series(8288, 8303)     -- U+2060-U+206F
+                union all select pg_catalog.generate_series(65024, 65039)   -- U+FE00-U+FE0F
+               ) as c(c)),
+         '', 'translate', false),
         -- Full-width ASCII (except the CJK punctuation ，：；！？（） that
         -- Chinese text uses as such), exotic spaces and hyphens.
         (4, 'width', 'fold', 'stored',
@@ -686,7 +696,12 @@ as $$
                                               when 'kind' then r.kind
                                               when 'pattern' then r.pattern
                                               when 'replacement' then r.replacement
-                                              when 'flags' then r.flags
+                                              -- A character map without an ASCII character says
+                                              -- so: pgmem._safety_fold skips it for ASCII text.
+                                              when 'flags' then case when r.flags = 'translate'
+                                                                      and r.pattern operator(pg_catalog.!~) '[\x01-\x7F]'
+                                                                     then 'translate non-ascii'
+                                                                     else r.flags end
                                               when 'luhn' then r.luhn::text end
                                 order by r.rule_order)
     from pgmem.safety_rules() as r
@@ -694,7 +709,7 @@ as $$
 $$;
 
 comment on function pgmem._safety_column(text, text, text) is
-    'One column (rule, kind, pattern, replacement, flags or luhn) of the rules of pgmem.safety_rules() of a category (and kind, unless NULL), in rule order (internal).';
+    'One column (rule, kind, pattern, replacement, flags or luhn) of the rules of pgmem.safety_rules() of a category (and kind, unless NULL), in rule order; flags of a character map holding no ASCII character read ''translate non-ascii'' (internal).';
 
 create or replace function pgmem._safety_fold(p_text text, p_patterns text[], p_replacements text[], p_flags text[])
 returns text
@@ -710,11 +725,12 @@ declare
     v_ascii boolean := pg_catalog.octet_length(p_text) = pg_catalog.length(p_text);
 begin
     for v_i in 1 .. coalesce(pg_catalog.cardinality(p_patterns), 0) loop
-        if p_flags[v_i] = 'translate' then
+        if p_flags[v_i] in ('translate', 'translate non-ascii') then
             -- translate() compares every character of the text with every one
             -- of the map (60-100 us a map on a conversation turn); a map that
-            -- holds no ASCII character leaves ASCII text as it is.
-            continue when v_ascii and p_patterns[v_i] OPERATOR(pg_catalog.!~) '[\x01-\x7F]';
+            -- holds no ASCII character (pgmem._safety_column says which, once
+            -- a session) leaves ASCII text as it is.
+            continue when v_ascii and p_flags[v_i] = 'translate non-ascii';
             v_text := pg_catalog.translate(v_text, p_patterns[v_i], p_replacements[v_i]);
         else
             v_text := pg_catalog.regexp_replace(v_text, p_patterns[v_i], p_replacements[v_i], p_flags[v_i]);
