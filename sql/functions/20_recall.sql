@@ -305,6 +305,12 @@ begin
             from pgmem.memories as m
             where m.tenant_id = v_tenant and m.subject = any(v_subjects) and m.status = any(v_statuses)
         ),
+        -- The rows holding any query term, apart: each term's pass below
+        -- reads these, not the whole subject (~0.4 ms a recall at 1,000
+        -- rows and ~8 terms).
+        holding as materialized (
+            select s.memory_id, s.counted, s.visible, s.fts from scan as s where s.fts is not null
+        ),
         -- Each query term's weight and the visible rows holding it: one
         -- lookup per (term, row holding any term).
         postings as materialized (
@@ -314,7 +320,7 @@ begin
             cross join lateral (
                 select pg_catalog.count(*) filter (where s.counted) as df,
                        pg_catalog.array_agg(s.memory_id) filter (where s.visible) as ids
-                from scan as s
+                from holding as s
                 where s.fts operator(pg_catalog.@@) t.term
             ) as h
         ),
