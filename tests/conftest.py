@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import struct
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -239,3 +240,17 @@ def new_tenant(db: Db) -> Iterator[Callable[[], Tenant]]:
     yield create
     for conn in opened:
         conn.close()
+
+
+def settle_cron_runs(conn: psycopg.Connection, jobid: int) -> None:
+    """Let a pg_cron run of ``jobid`` still in flight finish (up to 10 s): a job's
+    transaction commits what it writes before pg_cron records how the run ended."""
+    for _ in range(20):
+        running = conn.execute(
+            "select count(*) from cron.job_run_details"
+            " where jobid = %s and status in ('starting', 'running')",
+            (jobid,),
+        ).fetchone()
+        if running == (0,):
+            return
+        time.sleep(0.5)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from conftest import settle_cron_runs
 from psycopg.conninfo import make_conninfo
 from typer.testing import CliRunner
 
@@ -539,16 +540,8 @@ def test_pg_cron_on_the_coordinator_really_ticks(admin: psycopg.Connection) -> N
     finally:
         admin.execute("select cron.unschedule(%s)", (jobid[0],))
         # The job's transaction commits its job_runs row before pg_cron
-        # records how the command ended: let a run in flight finish.
-        for _ in range(20):
-            running = admin.execute(
-                "select count(*) from cron.job_run_details"
-                " where jobid = %s and status in ('starting', 'running')",
-                (jobid[0],),
-            ).fetchone()
-            if running == (0,):
-                break
-            time.sleep(0.5)
+        # records how the command ended.
+        settle_cron_runs(admin, jobid[0])
     details = admin.execute(
         "select status, return_message from cron.job_run_details where jobid = %s order by runid",
         (jobid[0],),

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from conftest import settle_cron_runs
 from psycopg import errors
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from test_lifecycle import DAY, T0, add_memory, status_of
@@ -407,15 +408,7 @@ def test_pg_cron_really_runs_the_job(
         finally:
             cron.execute("select cron.unschedule(%s)", (jobid,))
             # Let a run in flight finish before the database is dropped.
-            for _ in range(20):
-                running = cron.execute(
-                    "select count(*) from cron.job_run_details"
-                    " where jobid = %s and status in ('starting', 'running')",
-                    (jobid,),
-                ).fetchone()
-                if running == (0,):
-                    break
-                time.sleep(0.5)
+            settle_cron_runs(cron, jobid)
             details = cron.execute(
                 "select status, return_message from cron.job_run_details where jobid = %s",
                 (jobid,),
