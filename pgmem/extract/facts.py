@@ -224,6 +224,11 @@ class Fact:
     # How sure the source is, 0..1: an LLM's self-rating; None for the database's
     # default by source (settings.confidence_rule, confidence_llm).
     confidence: float | None = None
+    # The statement reports something that already happened ("this weekend we visited
+    # grandma", "我周末去钓鱼了"): a date in it says when, never a day it is waiting for,
+    # even when the date's span reaches past the turn (this weekend, 今年). False when
+    # the source does not say, so such a fact is read as before.
+    past: bool = False
 
     def __post_init__(self) -> None:
         # Facts cross into SQL, where CHECK constraints would reject these anyway;
@@ -240,6 +245,8 @@ class Fact:
             raise ValueError(f"a triple is three non-empty strings, not {self.triple!r}")
         if self.confidence is not None and not 0.0 <= self.confidence <= 1.0:
             raise ValueError(f"confidence must be within 0..1, not {self.confidence}")
+        if not isinstance(self.past, bool):
+            raise ValueError(f"past is True or False, not {self.past!r}")
         if self.source not in ("rule", "llm"):
             raise ValueError(f"source must be 'rule' or 'llm', not {self.source!r}")
 

@@ -20,16 +20,18 @@ from pgmem.extract.lexicon import (
     DEMONYMS,
     PLACES_ZH,
     PROFESSIONS_EN,
+    RELATIONS_EN,
+    RELATIONS_ZH,
     SURNAMES_ZH,
     cn_number,
     importance,
     words,
 )
-from pgmem.extract.text import article, clean_value, third_person
+from pgmem.extract.text import article, clean_value, is_fragment, third_person
 
-__all__ = ["identity_facts"]
+__all__ = ["PROFESSIONS_ZH_RE", "identity_facts"]
 
-_PROFESSIONS_ZH_RE = re.compile(
+PROFESSIONS_ZH_RE = re.compile(
     r"(?:工程师|程序员|设计师|产品经理|项目经理|经理|总监|主管|主任|老师|教师|教授|讲师|医生|医师|护士|律师"
     r"|会计师?|记者|编辑|作家|司机|厨师|学生|研究生|博士生?|硕士生?|本科生|大学生|高中生|初中生|小学生"
     r"|分析师|科学家|研究员|架构师|顾问|销售|运营|创始人|老板|CEO|CTO|CFO|实习生|公务员|警察|军人|农民"
@@ -99,7 +101,31 @@ def _name_value(raw: str) -> str | None:
 
 
 def _fact(content: str, kind: Kind, base: str, clause: str, triple: Triple | None = None) -> Fact:
+    if triple is not None and triple[1] in _SLOT_VALUE_SHAPES:
+        value = _SLOT_VALUE_SHAPES[triple[1]](triple[2])
+        triple = None if not value else (triple[0], triple[1], value)
     return Fact(content, kind, importance(base, clause), triple)
+
+
+def _employer(value: str) -> str:
+    """The organisation alone: "Stripe working on payments" is Stripe, "Google as a data
+    engineer in Zurich" Google, "一家银行" a bank (银行)."""
+    value = re.split(r"\s+(?:as|in|on|doing|where|with|[a-z]+ing)\b", value, maxsplit=1)[0]
+    return re.sub(r"^(?:一家|这家|那家|一个|某家)(?=..)", "", value).strip()
+
+
+def _work_place(value: str) -> str:
+    """Home, or a named place: "home on Mondays" and "home some days" name no one place
+    to work, so they fill no slot."""
+    if value.lower() in ("home", "家", "家里"):
+        return "home"
+    named = all(word[:1].isupper() for word in value.split())
+    return value if has_cjk(value) or (value and named) else ""
+
+
+# One-valued slots whose value is cut to its shape before it fills the slot (an empty
+# result: the fact keeps its words, without a triple that could supersede another).
+_SLOT_VALUE_SHAPES = {"employer": _employer, "work_city": _work_place}
 
 
 def _identity_facts_en(clause: str) -> list[Fact]:
@@ -378,9 +404,42 @@ def _is_attribute_key(key: str) -> bool:
     )
 
 
+def _relation_key(key: str, relations: frozenset[str]) -> bool:
+    """Whether "my X" / "我的X" is a person or pet ("sister", "best friend", "大学同学"):
+    "my boss is a lawyer" tells about the boss, and is left to the relation rule. An
+    attribute of the user's own that is also a relation word ("my company") stays."""
+    if _is_attribute_key(key):
+        return False
+    if key.isascii():  # "older sister", "cat luna"
+        return key.split()[-1] in relations or key.split()[0] in relations
+    return any(key.endswith(r) for r in relations)
+
+
+# Slots whose value must have a particular shape before "my X is Y" fills them.
+_NAMED_VALUE_PREDICATES = frozenset(
+    {"employer", "lives_in", "hometown", "work_city", "nationality"}
+)
+
+
+def _slot_value_en(predicate: str, value: str) -> str | None:
+    """The object "my X is Y" gives slot ``predicate``, or None when Y is no value for it
+    ("my job is a nightmare", "my company is a startup", "my car is new")."""
+    bare = re.sub(r"^(?:an?|the)\s+", "", value, flags=re.I)
+    if predicate == "job_title":
+        head = bare.split()[-1].lower() if bare else ""
+        return (
+            bare.lower() if head in PROFESSIONS_EN or head.rstrip("s") in PROFESSIONS_EN else None
+        )
+    if predicate in _NAMED_VALUE_PREDICATES:
+        return value if value[:1].isupper() else None
+    return None if is_fragment(bare) else bare
+
+
 def _attribute_fact_en(key: str, copula: str, raw_value: str, clause: str) -> list[Fact]:
     key = re.sub(r"\s+", " ", key.strip().lower())
     if len(key.split()) > 3 or key in _GENERIC_KEY_SKIP or key.split()[0] in _GENERIC_KEY_SKIP:
+        return []
+    if _relation_key(key, RELATIONS_EN):
         return []
     value = clean_value(raw_value)
     if not value or _TRANSIENT_VALUES_RE.match(value) or len(value) > 80:
@@ -394,7 +453,9 @@ def _attribute_fact_en(key: str, copula: str, raw_value: str, clause: str) -> li
     triple: Triple | None = None
     plural = copula.lower() == "are" or key in _MULTI_VALUED_KEYS
     if copula.lower() in ("is", "'s") and not plural and _is_attribute_key(key):
-        triple = (USER, normalize_predicate(key), value)
+        predicate = normalize_predicate(key)
+        obj = _slot_value_en(predicate, value)
+        triple = None if obj is None else (USER, predicate, obj)
     verb = "are" if copula.lower() == "are" else ("was" if copula.lower() == "was" else "is")
     return [_fact(f"User's {key} {verb} {value}", kind, "attribute", clause, triple)]
 
@@ -447,7 +508,10 @@ def _identity_facts_zh(clause: str) -> list[Fact]:
                 f"用户姓{m.group('v')}", "semantic", "attribute", c, (USER, "surname", m.group("v"))
             )
         ]
-    m = re.search(r"我(?:今年|现在|已经|快)?(?P<v>\d{1,3}|[一二三四五六七八九十两百]+)(?:周)?岁", c)
+    m = re.search(
+        r"我(?:今年|现在|已经|快)?(?P<v>\d{1,3}|[一二三四五六七八九十两百]+)(?:周)?岁(?:了|啦|半)?(?=$|[，,。！!])",
+        c,
+    )
     if m and (age := cn_number(m.group("v"))) is not None:
         return [_fact(f"用户{age}岁", "semantic", "age", c, (USER, "age", str(age)))]
     m = _DIET_ZH_RE.search(c)
@@ -498,7 +562,7 @@ def _identity_facts_zh(clause: str) -> list[Fact]:
         return [_fact(f"用户在{org}工作", "semantic", "employer", c, (USER, "employer", org))]
     m = re.search(
         r"我(?:现在|目前|一直|还|也)?(?:住在|居住在|生活在|定居在|住|定居于?)(?P<v>[^，,。]{1,20})"
-        r"|我(?:已经|刚|最近|今年)?(?:搬到了?|搬去了?|搬家到了?)(?P<v2>[^，,。]{1,20})"
+        r"|我(?:已经|刚|最近|今年)?(?:从[^，,。]{1,12}?)?(?:搬到了?|搬去了?|搬家到了?)(?P<v2>[^，,。]{1,20})"
         r"|我家(?:住)?在(?P<v3>[^，,。]{1,20})"
         r"|我(?:现在|目前)?在(?P<v4>[^，,。]{1,20}?)(?:生活|定居|居住)",
         c,
@@ -522,7 +586,7 @@ def _identity_facts_zh(clause: str) -> list[Fact]:
     if m and (field_ := clean_value(m.group("v"))):
         return [_fact(f"用户从事{field_}", "semantic", "field", c, (USER, "field", field_))]
     m = re.search(r"我是(?P<org>[^，,。]{1,20}?)的(?P<title>[^，,。]{1,12})$", c)
-    if m and _PROFESSIONS_ZH_RE.search(m.group("title")):
+    if m and PROFESSIONS_ZH_RE.search(m.group("title")):
         org, title = m.group("org"), clean_value(m.group("title"))
         return [
             _fact(f"用户在{org}工作", "semantic", "employer", c, (USER, "employer", org)),
@@ -535,7 +599,7 @@ def _identity_facts_zh(clause: str) -> list[Fact]:
             r"^(?:说|想|来|在|不是|觉得|要|问|因为|为了|不|真|挺|很|有点)", value
         ):
             return []
-        if _PROFESSIONS_ZH_RE.search(value) and value not in ("会员", "成员"):
+        if PROFESSIONS_ZH_RE.search(value) and value not in ("会员", "成员"):
             return [
                 _fact(
                     f"用户的职业是{value}", "semantic", "job_title", c, (USER, "job_title", value)
@@ -563,23 +627,48 @@ def _identity_facts_zh(clause: str) -> list[Fact]:
         }[v]
         slot = "marital_status" if status in _MARITAL else "employment_status"
         return [_fact(third_person(c), "semantic", "identity", c, (USER, slot, status))]
-    m = re.search(
-        r"我的(?P<k>[\u4e00-\u9fffA-Za-z]{1,8}?)(?P<cop>是|叫|为)(?P<v>[^，,。]{1,60})", c
-    ) or re.search(r"我(?P<k>最喜欢的[\u4e00-\u9fff]{1,6}?)(?P<cop>是)(?P<v>[^，,。]{1,30})", c)
+    m = (
+        re.search(
+            r"我的(?P<k>[\u4e00-\u9fffA-Za-z]{1,8}?)(?P<cop>是|叫|为)(?P<v>[^，,。]{1,60})", c
+        )
+        or re.search(r"我(?P<k>最喜欢的[\u4e00-\u9fff]{1,6}?)(?P<cop>是)(?P<v>[^，,。]{1,30})", c)
+        # "我生日是…" drops the 的 before the few nouns that are always the user's own
+        or re.search(rf"我(?P<k>{_OWN_ATTRIBUTES_ZH})(?P<cop>是|为)(?P<v>[^，,。]{{1,60}})", c)
+    )
     if m:
         return _attribute_fact_zh(m.group("k"), m.group("cop"), m.group("v"), c)
     return []
 
 
+# "是个律师", "是一辆白色的丰田": the measure word is not part of the value.
+_ZH_MEASURE_RE = re.compile(
+    r"^(?:(?:[一两二三四五六七八九十几]|\d+)(?:个|名|位|只|辆|台|部|本|家|条|件|套|座|所)|个)(?=..)"
+)
+
+
+_OWN_ATTRIBUTES_ZH = (
+    r"生日|邮箱|电话号码|电话|手机号码|手机号|手机|微信号|微信|老家|家乡"
+    r"|职业|星座|血型|身高|体重|时区|国籍"
+)
+
+
 def _attribute_fact_zh(key: str, copula: str, raw_value: str, clause: str) -> list[Fact]:
     if key in _GENERIC_KEY_SKIP_ZH:
         return []
+    if copula != "叫" and _relation_key(key, RELATIONS_ZH):
+        return []  # "我的领导是上海人" is about the boss: the relation rule's
     value = clean_value(raw_value)
     if not value or _TRANSIENT_VALUES_RE.match(value):
         return []
     kind: Kind = "preference" if "喜欢" in key or "偏好" in key else "semantic"
     predicate = f"{key}的名字" if copula == "叫" and key not in ("名字", "姓名") else key
-    triple = None if key in _MULTI_VALUED_KEYS else (USER, normalize_predicate(predicate), value)
+    obj = _ZH_MEASURE_RE.sub("", value)
+    stable = normalize_predicate(predicate)
+    if stable == "job_title" and not PROFESSIONS_ZH_RE.search(obj):
+        obj = ""  # "我的工作是写代码" says what, not which job title
+    triple = (
+        None if key in _MULTI_VALUED_KEYS or not obj or is_fragment(obj) else (USER, stable, obj)
+    )
     owner = "用户" if key.startswith("最") else "用户的"  # "用户最喜欢的电影", not "用户的最…"
     return [_fact(f"{owner}{key}{copula}{value}", kind, "attribute", clause, triple)]
 

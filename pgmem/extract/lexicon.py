@@ -13,13 +13,18 @@ __all__ = [
     "DEMONYMS",
     "EMPHASIS_BOOST",
     "FREQUENCY_RE",
+    "FUTURE_TIME_RE",
     "IMPORTANCE",
     "IRREGULAR_PAST",
     "MODALS",
     "ONE_OFF_RE",
+    "PAST_PARTICIPLES",
+    "PAST_TIME_RE",
     "PERSISTENT_RE",
     "PLACES_ZH",
     "PROFESSIONS_EN",
+    "RELATIONS_EN",
+    "RELATIONS_ZH",
     "SMALL_TALK",
     "SURNAMES_ZH",
     "cn_number",
@@ -69,6 +74,9 @@ IMPORTANCE: dict[str, float] = {
     "habit": 0.6,
     "identity": 0.6,
     "event": 0.5,
+    # A statement no rule classifies, kept as said: the middle of the scale, as the LLM
+    # extractor gives a fact that comes without an importance.
+    "statement": 0.5,
 }
 # Emphasis ("really", "一定", "never"…) raises importance by this much, capped at 1.
 EMPHASIS_BOOST = 0.1
@@ -120,7 +128,17 @@ IRREGULAR_PAST = words(
     thought told felt kept met ran sent spent wrote became forgot gave grew knew lost paid put
     read set sold sat slept spoke stood taught understood won ate drove flew fell quit built
     caught drew heard held hurt led lent let meant rode rose shot shut sang sank swam swore
-    threw woke wore agreed freed guaranteed"""
+    threw woke wore agreed freed guaranteed broke drank bit blew dug fed fought fled forgave
+    froze hid hung knelt laid leapt lit rang shook shone slid spun split spread sprang stole
+    stuck stung struck swept swung tore wept withdrew wound bent bled bred dealt dreamt learnt
+    burnt spilt overslept overcame undertook mistook began became"""
+)
+# Participles that differ from the simple past: "I've been to Japan", "we have gone".
+PAST_PARTICIPLES = IRREGULAR_PAST | words(
+    """been gone done seen taken given eaten written driven flown known grown begun broken
+    chosen forgotten gotten hidden ridden risen spoken stolen sworn thrown woken worn shown
+    fallen drawn sung swum run won come become bitten blown drunk frozen mistaken shaken
+    torn withdrawn overcome undertaken"""
 )
 
 # ------------------------------------------------------------------ people and places
@@ -158,6 +176,31 @@ PLACES_ZH = words(
     贵阳 南宁 太原 石家庄 兰州 乌鲁木齐 拉萨 呼和浩特 银川 西宁 海口 三亚 长春 吉林 烟台 威海
     温州 绍兴 嘉兴 金华 台州 泉州 漳州 扬州 徐州"""
 )
+# The people and animals a user speaks of as theirs ("my uncle…", "我舅舅…"): what they
+# do is about someone else, so it fills none of the user's own slots.
+RELATIONS_EN = words(
+    """wife husband partner spouse son sons daughter daughters kid kids child children baby
+    mom mum mother dad father parents brother brothers sister sisters sibling siblings
+    boyfriend girlfriend fiance fiancee fiancé fiancée ex boss manager supervisor cat cats dog
+    dogs pet pets puppy kitten friend friends roommate flatmate housemate team company
+    colleague colleagues coworker coworkers co-worker co-workers family grandma grandpa
+    grandmother grandfather grandparents grandson granddaughter grandkids grandchildren uncle
+    aunt auntie cousin cousins niece nephew stepmom stepdad stepmother stepfather stepson
+    stepdaughter stepbrother stepsister in-laws mother-in-law father-in-law sister-in-law
+    brother-in-law son-in-law daughter-in-law neighbor neighbour neighbors neighbours landlord
+    landlady mentor classmate classmates teammate teammates twin bestie doctor dentist therapist
+    teacher coach"""
+)
+RELATIONS_ZH = words(
+    """老婆 老公 妻子 丈夫 太太 爱人 媳妇 儿子 女儿 闺女 孩子 小孩 宝宝 爸爸 妈妈 爸 妈 父亲
+    母亲 爸妈 父母 哥哥 姐姐 弟弟 妹妹 哥 姐 弟 妹 男朋友 女朋友 男友 女友 对象 未婚妻
+    未婚夫 前任 老板 领导 上司 经理 主管 同事 室友 舍友 同学 老师 导师 朋友 好朋友 闺蜜 兄弟
+    邻居 猫 狗 猫咪 狗狗 宠物 团队 公司 家人 爷爷 奶奶 外公 外婆 姥姥 姥爷 舅舅 舅妈 姑姑
+    姑父 叔叔 婶婶 阿姨 姨妈 姨夫 伯伯 伯父 伯母 表哥 表姐 表弟 表妹 堂哥 堂姐 堂弟 堂妹
+    侄子 侄女 外甥 外甥女 孙子 孙女 外孙 外孙女 岳父 岳母 公公 婆婆 丈人 丈母娘 嫂子 姐夫
+    弟媳 妹夫 师傅 师父 徒弟 客户 合伙人 搭档 医生"""
+)
+
 # The most common Chinese surnames: "我是张伟" names the user, "我是学生" does not.
 SURNAMES_ZH = frozenset(
     "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔"
@@ -171,19 +214,35 @@ _MONTH = (
     r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
 )
+_MONTH_FULL = (
+    r"january|february|march|april|may|june|july|august|september|october|november|december"
+)
+_SEASON = r"spring|summer|autumn|fall|winter"
+_HOLIDAY = (
+    r"christmas|easter|thanksgiving|halloween|new\s+year(?:'s)?(?:\s+(?:eve|day))?|hanukkah"
+    r"|diwali|ramadan|eid|labor\s+day|memorial\s+day|spring\s+break|the\s+holidays"
+)
+_EN_COUNT = (
+    r"a|an|one|two|three|four|five|six|seven|eight|nine|ten|a\s+few|a\s+couple\s+of|several|\d+"
+)
 _ZH_DAY = r"[一二三四五六日天]"
 # A point in time: "next Friday", "March 3rd", "at 9am", "下周五", "3月15日", "晚上8点".
 DATE_RE = re.compile(
-    rf"\b(?:today|tonight|tomorrow|yesterday|this\s+(?:morning|afternoon|evening|week|weekend"
-    rf"|month|year|quarter|{_WEEKDAY})|(?:next|last)\s+(?:week|month|year|weekend|quarter|night"
-    rf"|{_WEEKDAY})|on\s+(?:{_WEEKDAY})|{_WEEKDAY}"
+    rf"\b(?:today|tonight|tomorrow|yesterday|this\s+(?:past\s+)?(?:morning|afternoon|evening|week"
+    rf"|weekend|month|year|quarter|{_SEASON}|{_WEEKDAY})|(?:next|last|past)\s+(?:week|month|year"
+    rf"|weekend|quarter|night|{_SEASON}|{_WEEKDAY}|{_MONTH_FULL})|on\s+(?:{_WEEKDAY})|{_WEEKDAY}"
+    rf"|(?:in|during|over|since|until|by)\s+(?:(?:early|late|mid)[\s-]+)?(?:{_MONTH_FULL}|{_SEASON}"
+    rf"|(?:19|20)\d{{2}})|(?:on|over|at|for|during|before|after|until|by)\s+(?:the\s+)?(?:{_HOLIDAY})"
+    r"|earlier\s+today|the\s+other\s+day"
     r"|in\s+(?:\d+|a|an|two|three|a\s+few)\s+(?:days?|weeks?|months?|hours?|years?)"
     rf"|(?:{_MONTH})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH})"
     r"|\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?"
     r"|at\s+\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)?|\d{1,2}(?::\d{2})?\s*(?:am|pm)"
     r"|noon|midnight|by\s+(?:end\s+of\s+\w+|eod|eow)|end\s+of\s+(?:the\s+)?(?:day|week|month"
-    r"|year|quarter)|(?:a|one|two|\d+)\s+(?:days?|weeks?|months?)\s+ago)\b"
-    rf"|今天|今晚|今早|明天|明早|明晚|后天|大后天|昨天|前天|今年|明年|去年|下周{_ZH_DAY}?|下周末"
+    rf"|year|quarter)|(?:{_EN_COUNT})\s+(?:days?|weeks?|months?|years?)\s+ago)\b"
+    rf"|今天|今晚|今早|明天|明早|明晚|后天|大后天|昨天|昨晚|昨早|前天|前晚|今年|明年|去年|前年|后年"
+    rf"|下周{_ZH_DAY}?|下周末|春节|国庆|中秋|元旦|端午|清明节?|寒假|暑假|圣诞节?"
+    r"|(?:\d+|[一二三四五六七八九十两几半]+)个?(?:天|周|星期|礼拜|月|年)(?:前|以前|之前|后|以后|之后)"
     rf"|下个?(?:星期|礼拜){_ZH_DAY}?|这周{_ZH_DAY}?|这周末|这个?(?:星期|礼拜){_ZH_DAY}|本周{_ZH_DAY}?"
     rf"|上周{_ZH_DAY}?|上个?(?:星期|礼拜){_ZH_DAY}?|下个月|上个月|这个月|本月|月底|月初|年底|年初"
     rf"|周末|(?:周|星期|礼拜){_ZH_DAY}|\d{{1,2}}月\d{{1,2}}[日号]|\d{{1,2}}[日号](?!子)"
@@ -199,8 +258,32 @@ FREQUENCY_RE = re.compile(
     r"|each\s+(?:day|morning|evening|night|week|month)|daily|nightly|weekly|monthly|yearly"
     rf"|annually|on\s+(?:(?:{_WEEKDAY})s|weekdays|weekends)"
     r"|twice\s+a\s+(?:day|week|month)|once\s+a\s+(?:day|week|month))\b"
+    # "two cups a day", "three times per week"; "in a day" and "a day ago" are no rhythm
+    r"|(?<!\bin\s)(?<!\bfor\s)(?<!\bwithin\s)\b(?:a|per)\s+(?:day|week|month)\b"
+    r"(?!\s+(?:ago|or\b|later|before|after|off|trip))"
     rf"|每天|每日|每晚|每早|每周{_ZH_DAY}?|每周末|每个?(?:星期|礼拜){_ZH_DAY}?|每个?月|每年|每隔"
     r"|每逢|每小时|每\d+(?:天|小时|分钟|周)|工作日|天天|每个周末|每个工作日",
+    re.IGNORECASE,
+)
+
+# Times that place what a clause says before the turn, or after it. Times that straddle
+# the turn ("this weekend", "周末", "今年") are neither: the verb's tense decides those.
+PAST_TIME_RE = re.compile(
+    rf"\b(?:yesterday|last\s+(?:night|week|weekend|month|year|quarter|time|{_SEASON}|{_WEEKDAY}"
+    rf"|{_MONTH_FULL})|(?:{_EN_COUNT})\s+(?:days?|weeks?|months?|years?)\s+ago|earlier\s+today"
+    r"|the\s+other\s+day|this\s+past\s+\w+|when\s+i\s+was|as\s+a\s+(?:kid|child|teen(?:ager)?)"
+    r"|back\s+in)\b"
+    r"|昨天|昨晚|昨早|前天|前晚|上周|上个?(?:星期|礼拜|月)|上次|去年|前年|以前|之前|曾经|小时候|当年|那年"
+    r"|刚才|(?:\d+|[一二三四五六七八九十两几半]+)个?(?:天|周|星期|礼拜|月|年)(?:前|以前|之前)",
+    re.IGNORECASE,
+)
+FUTURE_TIME_RE = re.compile(
+    rf"\b(?:tomorrow|next\s+(?:week|weekend|month|year|quarter|time|{_SEASON}|{_WEEKDAY}"
+    rf"|{_MONTH_FULL})|(?:this\s+)?coming\s+\w+|upcoming|soon|later\s+(?:today"
+    r"|this\s+\w+)|in\s+(?:\d+|a|an|two|three|a\s+few)\s+(?:days?|weeks?|months?|hours?|years?)"
+    r"|\w+\s+(?:days?|weeks?|months?)\s+from\s+now)\b"
+    r"|明天|明早|明晚|后天|下周|下个?(?:星期|礼拜|月)|下次|明年|后年|过几天|将来|即将"
+    r"|(?:\d+|[一二三四五六七八九十两几半]+)个?(?:天|小时|周|星期|礼拜|月|年)(?:后|以后|之后)",
     re.IGNORECASE,
 )
 

@@ -42,17 +42,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pgmem.extract.facts import USER, Fact, Kind, Message, Rejected, Triple, dedupe, has_cjk
-from pgmem.extract.identity_rules import identity_facts
+from pgmem.extract.identity_rules import PROFESSIONS_ZH_RE, identity_facts
 from pgmem.extract.lexicon import (
     DATE_RE,
     FREQUENCY_RE,
+    PAST_PARTICIPLES,
     PERSISTENT_RE,
+    PROFESSIONS_EN,
+    RELATIONS_EN,
+    RELATIONS_ZH,
+    SURNAMES_ZH,
     cn_number,
     importance,
     one_off,
+    words,
 )
 from pgmem.extract.safety import injection_reason
 from pgmem.extract.setting_rules import SettingContext, setting_facts, topics_in
@@ -60,11 +66,14 @@ from pgmem.extract.text import (
     EN_ADVERBS,
     REQUEST_RE,
     clean_value,
+    first_person_verb,
     instruction_statement,
+    is_fragment,
     is_question,
     is_small_talk,
-    split_clauses,
+    split_marked_clauses,
     split_sentences,
+    tense,
     third_person,
 )
 
@@ -201,8 +210,10 @@ _EN_CHOICE_FOR_RE = re.compile(
 
 
 def _choice_triple(purpose: str, choice: str) -> Triple | None:
-    # Not clean_value: "React and TypeScript" is one choice, not "React" and chatter.
-    purpose, choice = (re.sub(r"[\s.!?…。！？吧]+$", "", t).strip() for t in (purpose, choice))
+    # Not clean_value: "React and TypeScript" is one choice, not "React" and chatter. A
+    # time ("for backend work last year") says when, not what for.
+    purpose = DATE_RE.sub("", purpose)
+    purpose, choice = (re.sub(r"[\s.!?…。！？吧,，]+$", "", t).strip() for t in (purpose, choice))
     if not purpose or not choice:
         return None
     return (USER, f"choice_for:{purpose.lower()}", choice)
@@ -418,6 +429,29 @@ _REQUEST_FOR_RE = re.compile(
 )
 
 
+# An event as the clause's subject: "Dinner with Priya is on Thursday", "The exam is…".
+_EVENT_SUBJECT_RE = re.compile(
+    r"^(?:(?:the|my|our|a|an)\s+)?(?:[\w-]+\s+)?(?:meeting|appointment|interview|exam|test|deadline"
+    r"|flight|trip|call|presentation|demo|launch|release|dinner|lunch|breakfast|brunch|party|wedding"
+    r"|birthday|surgery|review|standup|stand-up|class|lecture|concert|game|match|visit|check-?up"
+    r"|session|conference|workshop|ceremony|reunion|shift|recital|due)\b",
+    re.I,
+)
+
+
+def _event_fact(clause: str, content: str | None = None, *, said_past: bool = False) -> Fact:
+    """A dated or past event: an appointment unless the clause tells it as past."""
+    when = tense(clause)
+    past = when == "past" or (said_past and when is None)
+    return Fact(
+        content or third_person(clause),
+        "episodic",
+        importance("event" if past else "commitment", clause),
+        None,
+        past=past,
+    )
+
+
 def _dated_facts(clause: str) -> list[Fact]:
     if not DATE_RE.search(clause) or _OTHER_SUBJECT_RE.match(clause):
         return []
@@ -428,6 +462,7 @@ def _dated_facts(clause: str) -> list[Fact]:
         and (
             _USER_SUBJECT_RE.search(clause)
             or has_cjk(clause)
+            or _EVENT_SUBJECT_RE.match(clause)
             or re.search(
                 r"\b(?:meeting|appointment|interview|exam|deadline|flight|due|launch|release)\b",
                 clause,
@@ -435,13 +470,9 @@ def _dated_facts(clause: str) -> list[Fact]:
             )
         )
     ):
-        if _PAST_EVENT_RE.search(clause) or re.search(
-            r"\b(?:yesterday|last\s+\w+|ago)\b|昨天|前天|上周|上个月|去年", clause, re.I
-        ):
-            return [Fact(third_person(clause), "episodic", importance("event", clause), None)]
-        return [Fact(third_person(clause), "episodic", importance("commitment", clause), None)]
+        return [_event_fact(clause)]
     if _PAST_EVENT_RE.search(clause):
-        return [Fact(third_person(clause), "episodic", importance("event", clause), None)]
+        return [_event_fact(clause, said_past=True)]
     return []
 
 
@@ -469,21 +500,21 @@ def _possession_facts(clause: str) -> list[Fact]:
     return [Fact(third_person(clause), "semantic", importance("identity", clause), None)]
 
 
-_RELATIONS_EN = (
-    r"wife|husband|partner|spouse|son|daughter|kids?|children|child|baby|mom|mum|mother|dad|father"
-    r"|parents|brother|sister|siblings|boyfriend|girlfriend|fianc[eé]e?|boss|manager|cat|dog|pets?"
-    r"|friend|best\s+friend|roommate|team|company|colleague|coworker|co-worker|family|grandma|grandpa"
-    r"|grandmother|grandfather|uncle|aunt|cousin"
-)
+def _alternation(items: Iterable[str]) -> str:
+    """A regex alternation, longest first so that "姐姐" wins over "姐"."""
+    return "|".join(re.escape(i) for i in sorted(items, key=len, reverse=True))
+
+
+_RELATIONS_EN = _alternation(RELATIONS_EN)
+_RELATIONS_ZH = _alternation(RELATIONS_ZH)
 _EN_RELATION_RE = re.compile(
-    rf"^(?:my|our)\s+(?:(?:little|older|younger|big|baby|elder|eldest|youngest|new|old)\s+)?(?:{_RELATIONS_EN})\b"
-    r"(?:\s+[A-Z][a-z]+)?\s+(?P<rest>(?!is\s+here|is\s+calling|says|said|asked|told)\w.+)",
+    r"^(?:my|our)\s+(?:(?:little|older|younger|big|baby|elder|eldest|youngest|new|old|best|late|twin)"
+    rf"\s+)?(?:{_RELATIONS_EN})\b(?-i:\s+[A-Z][a-z]+)?(?:\s+\([^)]*\))?"
+    r"\s+(?P<rest>(?!is\s+here|is\s+calling|says|said|asked|told|wants\s+to\s+know)\w.+)",
     re.I,
 )
 _ZH_RELATION_RE = re.compile(
-    r"^我(?:的|们)?(?:老婆|老公|妻子|丈夫|太太|爱人|儿子|女儿|孩子|宝宝|爸爸|妈妈|父亲|母亲|爸妈|父母|哥哥|姐姐"
-    r"|弟弟|妹妹|男朋友|女朋友|男友|女友|对象|未婚妻|未婚夫|老板|领导|上司|同事|室友|猫|狗|宠物|团队|公司|家人"
-    r"|爷爷|奶奶|外公|外婆)(?P<rest>(?!说|问|让|叫我)\S.+)"
+    rf"^我(?:的|们的?|家的?)?(?:{_RELATIONS_ZH})(?P<rest>(?!说|问|让|叫我|圈|们说)\S.+)"
 )
 _EN_TOOL_RE = re.compile(
     r"^(?:i|we)(?:'re|\s+are|'m|\s+am)?\s+(?:mainly\s+|mostly\s+|primarily\s+|now\s+|currently\s+"
@@ -500,16 +531,152 @@ _ZH_TOOL_FOR_RE = re.compile(r"^(?P<x>[^，,。]+?)(?:来|作为|当作?|做)(?P
 
 
 def _relation_facts(clause: str) -> list[Fact]:
-    """Facts about the user's people, pets and team: "my wife works at…", "我老婆是老师"."""
+    """Facts about the user's people, pets and team: "my wife works at…", "我老婆是老师".
+
+    No triple: what a relative is or does fills none of the user's slots, and a slot of
+    the relative's own ("my boss is from Shanghai", "my boss is a lawyer") would need a
+    precise pattern for each attribute, or two facts about one person would supersede
+    each other."""
     m = (_ZH_RELATION_RE if has_cjk(clause) else _EN_RELATION_RE).search(clause)
     if not m or len(re.sub(r"[\W_]", "", m.group("rest"))) < 2:
         return []
     content = third_person(clause)
     if has_cjk(clause):
-        content = re.sub(r"^用户(?:的|团队)?", "用户的", content)
-    if DATE_RE.search(clause):  # "my boss wants the slides by Friday" is an event
-        return [Fact(content, "episodic", importance("commitment", clause), None)]
+        content = re.sub(r"^用户(?:的|团队|家的?)?", "用户的", content)
+    if DATE_RE.search(clause) or tense(clause) == "past":
+        # "my boss wants the slides by Friday" is an event
+        return [_event_fact(clause, content)]
     return [Fact(content, "semantic", importance("identity", clause), None)]
+
+
+# ------------------------------------------------------------------ switching tools
+
+_EN_SWITCH_RE = re.compile(
+    r"^(?:i|we)(?:'ve|\s+have)?\s+(?:(?:just|recently|finally|now|already|also|eventually)\s+)*"
+    r"(?:(?:switched|migrated)\s+(?:over\s+|back\s+)?(?:from\s+(?P<old>.+?)\s+)?to"
+    r"|(?:moved|changed|converted|went)\s+(?:over\s+|back\s+)?from\s+(?P<old2>.+?)\s+to"
+    r"|(?:replaced|swapped)\s+(?P<old3>.+?)\s+(?:with|for))\s+(?P<new>.+)$",
+    re.I,
+)
+_ZH_SWITCH_RE = re.compile(
+    r"^(?:我|我们|咱们)?(?:已经|最近|刚|终于|也|都)?"
+    r"(?:把(?P<old>[^，,。]+?)|从(?P<old2>[^，,。]+?))?"
+    r"(?:换成|改成|换为|改为|替换成|换到|升级到|升级成|切换到|切到|迁移到|迁到|转到)了?(?P<new>[^，,。]+)$"
+)
+
+
+def _bare(clause: str) -> str:
+    """The clause without the sentence's final punctuation, for patterns anchored at its end."""
+    return re.sub(r"[\s。．.!！?？…~～]+$", "", clause)
+
+
+def _switch_facts(clause: str) -> list[Fact]:
+    """A change of tool or option: "I switched from Vim to Emacs", "我把Windows换成了Mac".
+
+    A triple only when the purpose is said ("… to Postgres for the database"): the
+    editor, OS or stack a bare switch is about is a guess."""
+    cjk = has_cjk(clause)
+    m = (_ZH_SWITCH_RE if cjk else _EN_SWITCH_RE).match(_bare(clause))
+    if not m or (cjk and not (m.group("old") or m.group("old2"))):
+        return []  # "换成了…" without what it replaced is too vague to be a switch
+    new = clean_value(m.group("new"))
+    if not new or PRONOUN_OBJECT_RE.match(new):
+        return []
+    purpose = (_ZH_TOOL_FOR_RE if cjk else _EN_TOOL_FOR_RE).match(new)
+    triple = _choice_triple(purpose.group("y"), purpose.group("x")) if purpose else None
+    return [Fact(third_person(clause), "semantic", importance("decision", clause), triple)]
+
+
+# ------------------------------------------------------------------ other people by name
+
+_SURNAMES = "".join(sorted(SURNAMES_ZH))
+_ZH_TITLES = r"老师|医生|大夫|教授|总|经理|师傅|阿姨|叔叔|先生|女士|小姐|同学|主任"
+# Words that start with a surname but name no one ("周末", "马上", "方便").
+_ZH_NAME_STOP = words(
+    """周末 周一 周二 周三 周四 周五 周六 周日 马上 方便 方法 方向 方案 方面 高兴 高中 高考
+    黄金 白天 金额 程序 江湖 石头 钟头 段落 任何 任务 于是 余额 叶子 龙虾 雷达 汤圆 白色
+    黄色 金融 平时 林业 王者 孔子 曹操 江南 何时 何况 许多 许久 谢谢 夏天 秋天 向来 毛病
+    邓丽 白领 高铁 龙头 钱包 万一"""
+)
+_ZH_PERSON_RE = re.compile(
+    rf"^(?P<name>[小老阿][{_SURNAMES}]|[{_SURNAMES}](?:{_ZH_TITLES})|[{_SURNAMES}][\u4e00-\u9fff]{{1,2}}?)"
+    r"(?P<rest>是(?:我|我们)的?[\u4e00-\u9fff]{0,4}(?:" + _RELATIONS_ZH + r")$"
+    r"|是(?:一名|一个|一位|个|名|位)?(?P<job>[^，,。]{1,12})$"
+    r"|在[^，,。]{1,15}?(?:工作|上班|读书|上学|读|教书|开|当|做|实习|住)"
+    r"|(?:住在|来自|教|会说|(?:很|非常|特别|最)?(?:喜欢|爱|讨厌))[^，,。]{1,20}"
+    r"|(?:已经|刚|今年|去年)?(?:结婚|离婚|退休|怀孕|毕业|辞职|跳槽|出国|生了)[^，,。]{0,12})$"
+)
+_EN_NAME_STOP = words(
+    """the this that these those there here it he she they you we i my our your his her their
+    what when where why how who which if so and but or then today tomorrow yesterday tonight
+    next last every each dinner lunch breakfast please thanks hi hello hey monday tuesday
+    wednesday thursday friday saturday sunday january february march april may june july
+    august september october november december christmas easter python java rust go react
+    english chinese german french spanish japanese google apple amazon microsoft"""
+)
+_EN_PERSON_RE = re.compile(
+    r"^(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)"
+    r"(?P<about>\s+\((?:my|our|his|her|their)\s+[^)]+\)|\s+from\s+[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2}?)?"
+    r"\s+(?P<rest>\S.*)$"
+)
+_EN_PERSON_PREDICATE_RE = re.compile(
+    rf"^(?:(?:is|was)\s+(?:(?:my|our)\s+(?:[\w-]+\s+)?(?:{_RELATIONS_EN})\b"
+    rf"|an?\s+(?:[\w-]+\s+){{0,2}}(?:{'|'.join(sorted(PROFESSIONS_EN))})\b|allergic\b|born\b"
+    r"|(?:getting\s+|now\s+)?(?:married|engaged|divorced|pregnant|retired|retiring|moving|visiting"
+    r"|graduating|joining|starting|studying|learning|teaching|expecting)\b|from\s+[A-Z])"
+    r"|(?:works|worked)\s+(?:as|at|for|in)\b|(?:lives|lived)\s+in\b|moved\s+to\b"
+    r"|(?:teaches|taught|studies|studied|speaks|coaches)\b"
+    r"|(?:likes|loves|hates|enjoys|prefers|dislikes|adores)\b"
+    r"|(?:got|gets|is\s+getting)\s+(?:married|engaged|divorced|promoted|hired|fired)\b"
+    r"|(?:graduated|retired|joined|quit)\b"
+    r"|(?:has|had)\s+(?:an?|two|three|four|\d+)\s+(?:\w+\s+)?(?:kids?|children|sons?|daughters?"
+    r"|dogs?|cats?|brothers?|sisters?|baby)\b)",
+    re.I,
+)
+# Slots a named person has as the user does; their triples take the name as subject.
+_PERSON_PREDICATES = frozenset(
+    {"job_title", "employer", "lives_in", "work_city", "hometown", "age", "nationality", "field"}
+    | {"diet", "marital_status", "employment_status"}
+)
+
+
+def _person_facts(clause: str) -> list[Fact]:
+    """Statements about someone named: "Alice is a nurse", "Jenny is my manager",
+    "张伟是我的同事". The triple, where a precise pattern gives one, is the name's
+    ("Alice", "job_title", "nurse"), never the user's."""
+    cjk = has_cjk(clause)
+    if cjk:
+        m = _ZH_PERSON_RE.match(_bare(clause))
+        if not m or m.group("name") in _ZH_NAME_STOP:
+            return []
+        if m.group("job") and not PROFESSIONS_ZH_RE.search(m.group("job")):
+            return []  # "黄山是个好地方": no one's job
+        name, as_user = m.group("name"), "我" + m.group("rest")
+    else:
+        m = _EN_PERSON_RE.match(_bare(clause))
+        if not m or m.group("name").split()[0].lower() in _EN_NAME_STOP:
+            return []
+        rest = m.group("rest")
+        if not (
+            _EN_PERSON_PREDICATE_RE.match(rest) or (m.group("about") and len(rest.split()) >= 2)
+        ):
+            return []
+        name = m.group("name")
+        verb, _, tail = rest.partition(" ")
+        as_user = f"I {first_person_verb(verb)} {tail}"
+    triple: Triple | None = None
+    kind: Kind = "semantic"
+    for fact in identity_facts(as_user) + _opinion_facts(as_user):
+        if fact.triple is None:
+            continue
+        predicate = fact.triple[1]
+        if predicate in _PERSON_PREDICATES or predicate.startswith("opinion_of:"):
+            triple, kind = (name, predicate, fact.triple[2]), fact.kind
+            break
+    content = third_person(clause)
+    if DATE_RE.search(clause) and triple is None:
+        return [_event_fact(clause, content)]
+    return [Fact(content, kind, importance("identity", clause), triple)]
 
 
 def _tool_facts(clause: str) -> list[Fact]:
@@ -577,6 +744,184 @@ def _instruction_facts(clause: str) -> list[Fact]:
     ]
 
 
+# ------------------------------------------------------------------ plain statements
+
+# What may come before the subject: a time or a topic ("Next Friday I…", "这个小区我…"),
+# not a condition, a question or another person.
+_EN_STATEMENT_RE = re.compile(
+    r"^(?P<pre>(?:[\w'-]+,?\s+){0,5}?)(?P<subj>i|we)(?P<aux>'m|'re|'ve|'d|'ll|\s+am|\s+are|\s+was"
+    r"|\s+were|\s+have|\s+has|\s+had|\s+will|\s+would)?\s+(?P<rest>\S.*)$",
+    re.I,
+)
+_EN_PRE_STOP_RE = re.compile(
+    r"\b(?:if|unless|whether|what|how|why|who|which|where|you|he|she|they|it|maybe|perhaps"
+    r"|please|can|could|would|should|do|does|did)\b",
+    re.I,
+)
+# Verbs that report a thought, a wish or a request, not a fact: "I think…", "I need…".
+_EN_HEDGE_RE = re.compile(
+    r"^(?:think|thought|guess|suppose|believe|wonder|wondered|wondering|know|knew|mean|meant|see"
+    r"|agree|disagree|understand|hope|wish|want|wanted|need|needed|would|could|should|might|may"
+    r"|can|can't|cannot|must|feel|felt|apologi[sz]e|appreciate|bet|assume|imagine|doubt|forgot"
+    r"|remember|like|love|hate|prefer|don't\s+(?:know|think|understand|get|care|mind|remember)"
+    r"|didn't\s+(?:know|mean|understand|get)|do|did|got\s+(?:it|that|this)|gotta|just\s+wanted"
+    r"|meant)\b",
+    re.I,
+)
+_EN_EMPTY_OBJECT_RE = re.compile(
+    r"^(?:(?:it|that|this|them|so|too|again|now|here|there|much|a\s+lot|well|you|one|anything"
+    r"|something|everything|nothing|back|out|up|down|off|in|on|away|home|already|yet|either"
+    r"|though|lol|haha)\b[\s,.!?]*)*$",
+    re.I,
+)
+_EN_AT_HAND_RE = re.compile(r"\b(?:you|your|yours)\b", re.I)
+# Progressives that tell a thought or a moment, not something lasting or planned.
+_EN_PROGRESSIVE_STOP_RE = re.compile(
+    r"^(?:wondering|thinking|asking|kidding|joking|trying\s+to\s+(?:understand|figure)|looking\s+for"
+    r"|going\s+to\s+(?:ask|bed|sleep)|heading|leaving|getting\s+ready|on\s+my\s+way"
+    r"|(?:eating|having|grabbing)\s+(?:lunch|dinner|breakfast|a\s+snack|coffee)"
+    r"|working\s+on\s+(?:it|this|that)|curious|just|not\s+sure|sure|sorry|glad|happy|afraid)\b",
+    re.I,
+)
+# Lasting conditions said with "I'm": the few adjectives that describe a person, not a mood.
+_EN_CONDITIONS_RE = re.compile(
+    r"^(?:(?:also|still|now)\s+)?(?:pregnant|left-handed|right-handed|colou?r-?blind|diabetic|deaf"
+    r"|blind|autistic|dyslexic|lactose[\s-]intolerant|introverted|extroverted|asthmatic|epileptic"
+    r"|short-?sighted|near-?sighted|hard\s+of\s+hearing|an?\s+only\s+child|bilingual|trilingual)\b",
+    re.I,
+)
+_ZH_STATEMENT_RE = re.compile(
+    r"^(?P<pre>[^，,。我]{0,8}?)(?P<subj>我们|咱们|我家|我|本人)(?P<rest>[^，,。]{2,})$"
+)
+_ZH_PRE_STOP_RE = re.compile(
+    r"你|您|他|她|它|如果|要是|假如|怎么|什么|为什么|哪|谁|吗|是不是|请|能"
+)
+_ZH_HEDGE_RE = re.compile(
+    r"^(?:也|都|还|就|又)?(?:是|不是|想|希望|需要|觉得|认为|以为|猜|估计|怀疑|好奇|知道|不知道|明白|懂|同意"
+    r"|不同意|清楚|不清楚|记得|忘了|一样|没事|没问题|还好|先|试试|看看|想想|来|马上|这就|现在就|错了|搞定"
+    r"|随便|无所谓|可以|能|会不会|要不要|在想|在问|在考虑|问|说|跟你|给你|对你|帮|感觉|有点|很|挺|非常"
+    r"|特别|太|比较|真|超|蛮|好|不太|不是很|有(?:一个|个)?(?:问题|疑问|想法|建议)|喜欢|爱|讨厌"
+    r"|要(?=[一两几个杯份张点])|[累饿困渴烦急忙晕冷热疼](?:了|死|坏|得))"
+)
+# Words that point at the conversation or the text at hand, not at the user's life.
+_ZH_AT_HAND_RE = re.compile(r"你|您|这段|这句|这篇|下面|上面|刚才|以下|一下|再说|重写|一遍|翻译")
+
+
+def _statement_kind(clause: str) -> tuple[Kind, str, bool]:
+    """kind, importance base and ``past`` for a statement no family classified."""
+    when = tense(clause)
+    if when == "past":
+        return "episodic", "event", True
+    if DATE_RE.search(clause):
+        return "episodic", "commitment", False
+    return "semantic", "statement", False
+
+
+def _statement_en(clause: str) -> bool:
+    m = _EN_STATEMENT_RE.match(clause)
+    if not m or _EN_PRE_STOP_RE.search(m.group("pre")) or _EN_AT_HAND_RE.search(clause):
+        return False
+    aux = (m.group("aux") or "").strip().lower()
+    rest = m.group("rest")
+    words_ = rest.split()
+    while words_ and words_[0].lower() in _STATEMENT_ADVERBS:
+        words_ = words_[1:]
+    if not words_:
+        return False
+    rest = " ".join(words_)
+    dated = DATE_RE.search(clause) is not None
+    if aux in ("'d", "would"):
+        return False
+    if aux in ("'ll", "will"):
+        # "I'll be in Tokyo next week" is a plan; "I'll check" is not
+        verb, object_ = words_[0], " ".join(words_[1:])
+        return dated and not _EN_HEDGE_RE.match(verb) and not _EN_EMPTY_OBJECT_RE.match(object_)
+    if aux in ("'m", "'re", "am", "are"):
+        first = words_[0].lower()
+        if _EN_PROGRESSIVE_STOP_RE.match(rest):
+            return False
+        if _EN_CONDITIONS_RE.match(rest):
+            return True
+        if first == "not":
+            words_ = words_[1:]
+            first = words_[0].lower() if words_ else ""
+        progressive = first.endswith("ing") and len(first) > 4
+        located = dated and first in ("in", "at", "on", "off", "away", "out", "back", "home")
+        return (progressive or located) and not _EN_EMPTY_OBJECT_RE.match(" ".join(words_[1:]))
+    if aux in ("was", "were"):
+        first = words_[0].lower()
+        participle = first in PAST_PARTICIPLES or (first.endswith("ed") and len(first) > 3)
+        return (participle or dated) and not _EN_PROGRESSIVE_STOP_RE.match(rest)
+    if aux in ("'ve", "have", "has", "had"):
+        first = words_[0].lower()
+        if first == "to" and not dated:
+            return False  # "I have to go"
+        if _POSSESSION_SKIP_RE.search(" ".join(words_[:3])) or first in ("no", "got"):
+            return False
+        return not _EN_EMPTY_OBJECT_RE.match(rest)
+    verb, object_ = words_[0], " ".join(words_[1:])
+    if _EN_HEDGE_RE.match(rest) or not verb.isalpha():
+        return False
+    return bool(object_) and not _EN_EMPTY_OBJECT_RE.match(object_)
+
+
+def _statement_zh(clause: str) -> bool:
+    m = _ZH_STATEMENT_RE.match(clause)
+    if not m or _ZH_PRE_STOP_RE.search(m.group("pre")) or _ZH_AT_HAND_RE.search(clause):
+        return False
+    rest = re.sub(
+        r"^(?:现在|目前|最近|平时|一直|已经|刚刚?|也|还|都|今天|今年)+", "", m.group("rest")
+    )
+    if m.group("subj") == "我家":
+        rest = re.sub(r"^的", "", rest)
+    return len(re.sub(r"[\W_]", "", rest)) >= 3 and not _ZH_HEDGE_RE.match(rest)
+
+
+def _statement_facts(clause: str) -> list[Fact]:
+    """A plain first-person statement no family recognised, kept as said: "next Friday
+    I fly to Berlin", "We adopted a beagle named Max", "我上周末去钓鱼了". Never a triple;
+    thoughts, wishes, moods, requests and remarks about the conversation are skipped."""
+    if _REQUEST_FOR_RE.search(clause) or REQUEST_RE.match(clause) or _CONDITION_RE.match(clause):
+        return []
+    undated = DATE_RE.sub(" ", clause)
+    if one_off(undated):
+        return []
+    if not (_statement_zh(_bare(clause)) if has_cjk(clause) else _statement_en(_bare(clause))):
+        return []
+    kind, base, past = _statement_kind(clause)
+    return [Fact(third_person(clause), kind, importance(base, clause), None, past=past)]
+
+
+_STATEMENT_ADVERBS = frozenset(
+    [
+        "really",
+        "also",
+        "always",
+        "usually",
+        "normally",
+        "often",
+        "never",
+        "rarely",
+        "still",
+        "just",
+        "only",
+        "actually",
+        "generally",
+        "typically",
+        "mostly",
+        "sometimes",
+        "definitely",
+        "finally",
+        "recently",
+        "already",
+        "currently",
+        "now",
+        "eventually",
+        "then",
+    ]
+)
+
+
 # ------------------------------------------------------------------ driver
 
 
@@ -594,11 +939,13 @@ _CLAUSE_RULES: tuple[Callable[[str], list[Fact]], ...] = (
     _length_facts,
     identity_facts,
     _decision_facts,
+    _switch_facts,
     _opinion_facts,
     _schedule_facts,
     _dated_facts,
     _possession_facts,
     _relation_facts,
+    _person_facts,
     _tool_facts,
     _habit_facts,
     _instruction_facts,
@@ -617,8 +964,39 @@ def _clause_facts(
     for rule in _CLAUSE_RULES:
         facts = rule(clause)
         if facts:
-            return facts
+            return [_checked(f, clause) for f in facts]
     return []
+
+
+def _checked(fact: Fact, clause: str) -> Fact:
+    """The fact without a triple whose object is a fragment ("住着挺舒服的" as a place,
+    "个律师" as a job): a wrong value in a slot would supersede the right one. The
+    statement is kept, worded as the user said it; and a past-tense clause marks it
+    ``past``."""
+    past = fact.past or tense(clause) == "past"
+    if fact.triple is not None and _fragment_triple(fact.triple):
+        return Fact(third_person(clause), fact.kind, fact.importance, None, past=past)
+    triple = fact.triple
+    if triple is not None and triple[1] != "birthday":
+        # "I started at Stripe in May": the slot holds "Stripe"; the content keeps "in May".
+        obj = re.sub(rf"(?:\s*,?\s*(?:{DATE_RE.pattern}))+$", "", triple[2], flags=re.I).strip()
+        if obj and obj != triple[2] and not is_fragment(obj):
+            triple = (triple[0], triple[1], obj)
+    if past == fact.past and triple == fact.triple:
+        return fact
+    return replace(fact, past=past, triple=triple)
+
+
+def _fragment_triple(triple: Triple) -> bool:
+    _, predicate, obj = triple
+    if predicate == "surname":
+        return not re.fullmatch(r"[\u3400-\u9fff]{1,2}|[A-Za-z][\w'-]+", obj)  # 王 is a surname
+    if predicate.startswith(("opinion_of:", "choice_for:")):
+        thing = predicate.partition(":")[2]
+        return is_fragment(thing, one_character=True) or (
+            predicate.startswith("choice_for:") and is_fragment(obj, one_character=True)
+        )
+    return is_fragment(obj)
 
 
 # The user asks outright for something to be remembered: even if no rule knows the
@@ -630,46 +1008,122 @@ _REMEMBER_RE = re.compile(
 )
 
 
+# A clause that addresses the assistant or asks for something continues no statement.
+_NOT_A_CONTINUATION_RE = re.compile(
+    r"\b(?:you|your|can|could|would|please|let's|thanks|thank)\b|你|您|请|帮我|麻烦|谢谢", re.I
+)
+
+
+@dataclass
+class _Read:
+    """A fact of the sentence being read, and the clause it was worded from."""
+
+    fact: Fact
+    source: str
+
+    def continues_with(self, clause: str) -> bool:
+        """Whether ``clause`` ("…，钓了三条鲫鱼", "…，他很擅长Python") belongs to this
+        fact: the fact tells a statement (not a standing instruction, limit or routine,
+        nor a slot in canonical words such as "用户的名字是张三"), and the clause adds
+        information rather than addressing the assistant."""
+        fact = self.fact
+        return (
+            fact.kind != "procedural"
+            and (fact.triple is None or fact.content == third_person(self.source))
+            and len(re.sub(r"[\W_]", "", clause)) >= 2
+            and not _NOT_A_CONTINUATION_RE.search(clause)
+            and not _IMPERATIVE_START_RE.match(clause)
+        )
+
+    def extended(self, clause: str) -> _Read:
+        added = third_person(clause)
+        if not has_cjk(clause) and clause[:1].islower():
+            added = added[:1].lower() + added[1:]  # third_person capitalises a statement
+        joined = f"{self.source}{'，' if has_cjk(self.source + clause) else ', '}{clause}"
+        fact = self.fact
+        kind = "episodic" if DATE_RE.search(clause) and fact.kind == "semantic" else fact.kind
+        content = f"{fact.content}{'，' if has_cjk(fact.content + added) else ', '}{added}"
+        past = fact.past or tense(clause) == "past"
+        return _Read(replace(fact, content=content, kind=kind, past=past), joined)
+
+
+def _may_lead(clause: str) -> bool:
+    """A time or condition that may belong to the clause after it ("每天早上9点，…")."""
+    return len(clause) <= 40 and bool(
+        DATE_RE.search(clause)
+        or FREQUENCY_RE.search(clause)
+        or _CONDITION_RE.match(clause)
+        or PERSISTENT_RE.search(clause)  # "From now on, …"
+    )
+
+
+def _join(pending: str, clause: str) -> str:
+    return f"{pending}{'，' if has_cjk(pending + clause) else ', '}{clause}" if pending else clause
+
+
 def _sentence_facts(sentence: str, context: SettingContext) -> tuple[list[Fact], list[str]]:
+    """Facts and leftovers of one sentence.
+
+    Each clause goes to the families (:data:`_CLAUSE_RULES`). One they do not recognise
+    is, in order: a plain statement of its own subject, kept as said
+    (:func:`_statement_facts`); a time or condition kept for the next clause; a
+    continuation of the fact before it ("我上周末去钓鱼了，钓了三条鲫鱼" is one fact);
+    a statement with the subject it inherited. A clause only kept as said is a leftover
+    too, for an LLM to read closer."""
     question = is_question(sentence)
     request = bool(REQUEST_RE.search(sentence))
     explicit = _REMEMBER_RE.match(sentence.strip()) is not None
-    facts: list[Fact] = []
+    read: list[_Read] = []
     leftovers: list[str] = []
     pending = ""  # a time or condition waiting for the clause it belongs to
-    for clause in split_clauses(sentence):
+    for clause in split_marked_clauses(sentence):
         if is_small_talk(clause):
             continue
-        candidate = (
-            f"{pending}{'，' if has_cjk(pending + clause) else ', '}{clause}" if pending else clause
-        )
+        candidate = _join(pending, clause)
         found = _clause_facts(candidate, context, question=question, request=request)
         context.current |= topics_in(clause)
         if not found and explicit and not question and len(re.sub(r"[\W_]", "", candidate)) >= 4:
-            found = [Fact(third_person(candidate), "semantic", importance("explicit", candidate))]
+            found = [
+                _checked(
+                    Fact(third_person(candidate), "semantic", importance("explicit", candidate)),
+                    candidate,
+                )
+            ]
         if found:
-            facts.extend(found)
+            read += [_Read(f, candidate) for f in found]
             pending = ""
             continue
-        if pending:
-            leftovers.append(pending)
-            pending = ""
-        if (
-            not question
-            and (
-                DATE_RE.search(clause)
-                or FREQUENCY_RE.search(clause)
-                or _CONDITION_RE.match(clause)
-                or PERSISTENT_RE.search(clause)  # "From now on, …"
-            )
-            and len(clause) <= 40
-        ):
+        if question:
+            if pending:
+                leftovers.append(pending)
+                pending = ""
+            continue
+        said = [] if clause.carried else _statement_facts(candidate)
+        if not said and not pending and _may_lead(clause):
             pending = clause
-        elif not question:
-            leftovers.append(clause)
+            continue
+        if said:
+            read += [_Read(f, candidate) for f in said]
+        elif read and read[-1].continues_with(_join(pending, clause.said)):
+            read[-1] = read[-1].extended(_join(pending, clause.said))
+        elif said := _statement_facts(candidate) if clause.carried else []:
+            read += [_Read(f, candidate) for f in said]
+        else:
+            if pending:
+                leftovers.append(pending)
+                pending = ""
+            if _may_lead(clause):
+                pending = clause
+            else:
+                leftovers.append(clause)
+            continue
+        leftovers.append(candidate)
+        pending = ""
     if pending:
+        if read and read[-1].continues_with(pending):
+            read[-1] = read[-1].extended(pending)  # "…, on Tuesday." said last
         leftovers.append(pending)
-    return facts, leftovers
+    return [r.fact for r in read], leftovers
 
 
 def extract_with_rules(
