@@ -149,7 +149,7 @@ def _run(dsn: str, keep: bool) -> None:
             )
             console.print(f"  [dim]{role}:[/dim] {text}", highlight=False)
 
-    _step("4. The worker extracts facts, embeds them and calls pgmem.remember")
+    _step("4. The worker keeps each user turn, extracts facts from it, embeds both, remembers")
     worker = Worker(dsn, tenant=TENANT)
     stats = worker.run(once=True)
     print_rows([stats.as_dict()], as_json=False, title="worker run")

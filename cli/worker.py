@@ -12,6 +12,7 @@ import typer
 from psycopg.rows import dict_row
 from rich.progress import TaskID
 
+from pgmem import ingest
 from pgmem.cli.common import DsnOption, database_errors, dsn_for, err_console, fail, progress
 from pgmem.embed import EmbeddingError
 from pgmem.extract import LLMError
@@ -97,6 +98,14 @@ def worker(
             " and is retried, so it cannot stall its batch.",
         ),
     ] = DEFAULT_JOB_TIMEOUT,
+    episode_roles: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--episode-role",
+            help="Also keep this role's turns as episodes (assistant, tool); the user's"
+            " always are. Repeatable.",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Log warnings only.")] = False,
     dsn: DsnOption = None,
 ) -> None:
@@ -119,6 +128,10 @@ def worker(
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     logging.getLogger("pgmem").setLevel(logging.WARNING if quiet else logging.INFO)
     url = dsn_for(dsn)
+    try:
+        roles = ingest.episode_roles(episode_roles)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
     with database_errors(dsn), progress(quiet=not bars) as bar:
         try:
             runner = _DrainingWorker(
@@ -128,6 +141,7 @@ def worker(
                 poll_interval=poll_interval,
                 max_attempts=max_attempts,
                 job_timeout=job_timeout,
+                episode_roles=roles,
             )
             if bars:
                 with psycopg.connect(url, row_factory=dict_row) as conn:

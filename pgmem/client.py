@@ -140,6 +140,9 @@ class Memory:
         :meth:`LLMExtractor.from_env` (none unless an endpoint is configured).
         ``False`` keeps extraction with the rules.
     :param extract_mode: ``hybrid``, ``llm`` or ``rules``; see :func:`pgmem.extract.extract`.
+    :param episode_roles: whose turns :meth:`add` keeps as episodes besides the user's
+        (``assistant``, ``tool``); default the user's alone: an assistant's words are
+        context, kept in the session window.
     """
 
     def __init__(
@@ -153,12 +156,14 @@ class Memory:
         embedder: Embedder | Literal[False] | None = None,
         llm: LLMExtractor | Literal[False] | None = None,
         extract_mode: Mode | None = None,
+        episode_roles: Iterable[str] = (),
     ) -> None:
         if sum(x is not None for x in (dsn, conn, pool)) > 1:
             raise ValueError("pass one of dsn, conn and pool")
         if pool_size < 1:
             raise ValueError("pool_size must be at least 1")
         self.tenant = tenant
+        self.episode_roles = ingest.episode_roles(episode_roles)
         self._dsn = dsn
         self._conn = conn
         self._pool = pool
@@ -346,17 +351,24 @@ class Memory:
         inserted, reinforced, superseded, deduplicated, merge_pending or rejected.
         ``enqueue=True`` only queues the turn (``pgmem.enqueue``) for the worker.
         ``infer=False`` stores the text (or each non-system message) as it is, with
-        ``kind`` (default semantic) and ``importance`` (default: the tenant's).
+        ``kind`` (default semantic) and ``importance`` (default: the tenant's): a record
+        like an episode (source ``turn``), which only an exact re-send matches.
         ``confidence`` (0..1) and ``expires_at`` apply to every fact; left out, the
         database uses the source's default confidence and the kind's default TTL.
         ``check_conflicts=False`` (an explicit key-value write, as the LangGraph store
         makes) skips the contradiction check, so no other fact is retired by it.
 
-        Returns one dict per fact: ``action``, ``memory_id`` (for reinforced and
-        deduplicated, the memory that already said it), ``related_id``,
+        With ``infer=True`` each user turn is kept as written too, as an episode
+        (source ``turn``, ``"episode": True`` in its result) that its facts are linked
+        ``derived_from``; dedup, merge and supersession act on facts, never on it.
+
+        Returns one dict per item stored or refused: ``action``, ``memory_id`` (for
+        reinforced and deduplicated, the memory that already said it), ``related_id``,
         ``similarity``, ``content`` (the fact as extracted; what is stored has secrets
-        redacted), ``kind`` (and ``reason`` for rejected text); with
-        ``enqueue=True`` one ``{"action": "queued", "inbox_id": …}``.
+        redacted), ``kind`` (and ``reason`` for rejected text); then one
+        ``{"action": "skipped", "reason": …}`` per message nothing was stored for (small
+        talk, empty, a system turn); with ``enqueue=True`` one
+        ``{"action": "queued", "inbox_id": …}``.
         """
         meta = dict(metadata or {})
         if enqueue:
@@ -389,11 +401,17 @@ class Memory:
                 raise ValueError(
                     "kind and importance apply to infer=False; extraction sets its own"
                 )
-            planned, _ = ingest.plan(messages, llm=self._get_llm(), mode=self.extract_mode)
+            planned, _ = ingest.plan(
+                messages,
+                llm=self._get_llm(),
+                mode=self.extract_mode,
+                episode_roles=self.episode_roles,
+            )
         else:
             planned = ingest.plan_as_is(messages, kind or "semantic", importance)
+        skipped = ingest.unstored(messages, planned, self.episode_roles)
         if not planned:
-            return []
+            return skipped
         # Relative dates resolved before anything is embedded or stored.
         with self.transaction(conn) as c:
             planned = ingest.resolve_times_of(c, user_id, planned, occurred_at)
@@ -417,8 +435,10 @@ class Memory:
             row.update(content=p.content, kind=p.kind)
             if p.rejected is not None:
                 row["reason"] = p.rejected
+            if p.source == ingest.TURN:
+                row["episode"] = True
             results.append(row)
-        return results
+        return results + skipped
 
     def update(
         self,
@@ -977,7 +997,10 @@ def _import_item(
     kind = record.get("kind", "semantic")
     if kind not in KINDS:
         raise ImportRecordError(position, f"kind {kind!r} is not one of {', '.join(KINDS)}")
-    item: Row = {"subject": subject, "content": content, "source": "import"}
+    # A record kept as said stays one (nothing derived from it may retire it); any
+    # other memory arrives as an import.
+    source = ingest.TURN if record.get("source") == ingest.TURN else "import"
+    item: Row = {"subject": subject, "content": content, "source": source}
     for field in _IMPORT_FIELDS:
         if record.get(field) is not None:
             item[field] = record[field]

@@ -3,12 +3,17 @@
 ``Memory.add`` and the worker both come through here, so a turn gets the same
 decisions whichever way it arrives:
 
-1. :func:`plan` turns messages into :class:`Planned` items: the extracted facts
-   (:func:`pgmem.extract.extract`), then the text the extractor refused, each marked
-   ``rejected`` with the extractor's reason. :func:`plan_as_is` keeps the text as
-   written (``Memory.add(infer=False)``). :func:`resolve_times` then writes the absolute
-   date beside every relative one ("next Friday (2026-12-04)", :mod:`pgmem.timeexpr`),
-   as of the turn's time in the subject's time zone: relative dates never reach storage.
+1. :func:`plan` turns messages into :class:`Planned` items: each stated turn of the
+   user's as written (an episode, source ``turn``: the record, which only an exact
+   re-send matches), then the facts extracted from them (:func:`pgmem.extract.extract`),
+   each ``derived_from`` its turns, then the text the extractor refused, each marked
+   ``rejected`` with the extractor's reason. A message kept in none of these has an
+   outcome too (:func:`unstored`: small talk, empty, another role's): nothing said
+   disappears without a word. :func:`plan_as_is` keeps the text as written
+   (``Memory.add(infer=False)``), a record like an episode, with no facts.
+   :func:`resolve_times` then writes the absolute date beside every relative one
+   ("next Friday (2026-12-04)", :mod:`pgmem.timeexpr`), as of the turn's time in the
+   subject's time zone: relative dates never reach storage.
 2. :func:`embed` embeds the items that will be stored (never rejected text), in one
    call for as many turns as the caller has.
 3. :func:`items` builds ``pgmem.remember_many``'s JSON items; :func:`remember` runs it.
@@ -35,12 +40,22 @@ from psycopg.types.json import Jsonb
 
 from pgmem import queries, timeexpr
 from pgmem.embed import Embedder
-from pgmem.extract import ExtractionResult, LLMExtractor, Mode, as_messages, extract
+from pgmem.extract import (
+    ExtractionResult,
+    LLMExtractor,
+    Mode,
+    as_messages,
+    extract,
+    is_small_talk,
+)
 
 __all__ = [
+    "EPISODE_ROLES",
+    "TURN",
     "Planned",
     "as_jsonb",
     "embed",
+    "episode_roles",
     "items",
     "plan",
     "plan_as_is",
@@ -49,6 +64,7 @@ __all__ = [
     "resolve_times",
     "resolve_times_of",
     "states_time",
+    "unstored",
 ]
 
 Vector = list[float]
@@ -67,6 +83,15 @@ class Planned:
     confidence: float | None = None  # None: the database's default for the source
     valid_from: datetime | None = None  # a past event's day (resolve_times); None: the turn's
     expires_at: datetime | None = None  # an appointment's day + grace (resolve_times)
+    derived_from: tuple[int, ...] = ()  # positions (from 0) of the items it was extracted from
+    past: bool = False  # tells of something that happened: a date in it is no appointment
+
+
+# The source of a stated turn kept as written: the episode facts are derived from.
+TURN = "turn"
+# Whose turns are kept as episodes by default: what the user says is the record; an
+# assistant's or a tool's words are context, kept in the session window.
+EPISODE_ROLES: tuple[str, ...] = ("user",)
 
 
 # Kinds whose future-dated facts are appointments that end: a preference or a procedure
@@ -74,11 +99,26 @@ class Planned:
 APPOINTMENT_KINDS = frozenset({"episodic", "semantic"})
 
 
-def planned_from(result: ExtractionResult) -> list[Planned]:
-    """The facts of an extraction, then the text it refused (marked ``rejected``)."""
-    planned = [
-        Planned(f.content, f.kind, f.importance, f.source, f.triple, confidence=f.confidence)
+def planned_from(result: ExtractionResult, episodes: Sequence[Planned] = ()) -> list[Planned]:
+    """The episodes, the facts of an extraction (each derived from every episode), then
+    the text it refused (marked ``rejected``). A fact that is an episode word for word
+    is that episode."""
+    said = {_normalized(e.content) for e in episodes}
+    sources = tuple(range(len(episodes)))
+    planned = list(episodes)
+    planned += [
+        Planned(
+            f.content,
+            f.kind,
+            f.importance,
+            f.source,
+            f.triple,
+            confidence=f.confidence,
+            derived_from=sources,
+            past=f.past,
+        )
         for f in result.facts
+        if _normalized(f.content) not in said
     ]
     planned += [
         Planned(r.text, "episodic", 0.0, "rule", rejected=r.reason)
@@ -88,23 +128,87 @@ def planned_from(result: ExtractionResult) -> list[Planned]:
     return planned
 
 
+def _normalized(text: str) -> str:
+    return " ".join(text.casefold().split()).strip(" .!?。！？")
+
+
+def episodes(
+    messages: Sequence[Mapping[str, Any]],
+    result: ExtractionResult,
+    roles: Iterable[str] = EPISODE_ROLES,
+) -> list[Planned]:
+    """Each stated turn of ``roles`` as written: not blank, not small talk, not refused
+    as an injection (``result.rejected``)."""
+    wanted = {r.lower() for r in roles}
+    refused = {r.text for r in result.rejected}
+    return [
+        Planned(m["content"], "episodic", None, TURN)
+        for m in messages
+        if m["role"] in wanted
+        and m["content"].strip()
+        and not is_small_talk(m["content"])
+        and m["content"] not in refused
+    ]
+
+
 def plan(
     messages: str | Iterable[Mapping[str, Any] | str],
     *,
     llm: LLMExtractor | None = None,
     mode: Mode | None = None,
+    episode_roles: Iterable[str] = EPISODE_ROLES,
 ) -> tuple[list[Planned], ExtractionResult]:
     """Items for a conversation, and the extraction they came from."""
-    result = extract(messages, llm=llm, mode=mode)
-    return planned_from(result), result
+    listed = as_messages(messages)
+    result = extract(listed, llm=llm, mode=mode)
+    return planned_from(result, episodes(listed, result, episode_roles)), result
+
+
+def episode_roles(roles: Iterable[str] | None) -> tuple[str, ...]:
+    """The roles whose turns are kept as episodes: the user's always, and those named
+    (``assistant``, ``tool``); ValueError for another role or ``system``."""
+    named = {r.strip().lower() for r in roles or ()}
+    unknown = sorted(named - {"user", "assistant", "tool"})
+    if unknown:
+        raise ValueError(
+            f"episode roles are user, assistant and tool, not {', '.join(map(repr, unknown))}"
+        )
+    return ("user", *sorted(named - {"user"}))
+
+
+def unstored(
+    messages: str | Iterable[Mapping[str, Any] | str],
+    planned: Sequence[Planned],
+    roles: Iterable[str] = EPISODE_ROLES,
+) -> list[dict[str, Any]]:
+    """The outcome of each message that no item of ``planned`` keeps or refuses: why
+    nothing of it was stored (``skipped`` with a reason)."""
+    wanted = set(roles)
+    kept = {p.content for p in planned}
+    out = []
+    for m in as_messages(messages):
+        text = m["content"]
+        if text in kept:
+            continue
+        if not text.strip():
+            reason = "empty"
+        elif m["role"] not in wanted:
+            reason = f"{m['role']} turn: context, not kept"
+        elif is_small_talk(text):
+            reason = "small_talk"
+        else:
+            continue  # a user's turn that is not its own item lives in its facts
+        out.append({"action": "skipped", "reason": reason, "content": text, "kind": None})
+    return out
 
 
 def plan_as_is(
     messages: str | Iterable[Mapping[str, Any] | str], kind: str, importance: float | None
 ) -> list[Planned]:
-    """The text, or each non-system message, to be stored as written."""
+    """The text, or each non-system message, to be stored as written: the record itself
+    (source ``turn``), which only an exact re-send matches."""
     return [
-        Planned(m["content"], kind, importance, "manual")
+        Planned(m["content"], kind, importance, TURN)
         for m in as_messages(messages)
         if m["role"] != "system" and m["content"].strip()
     ]
@@ -123,7 +227,8 @@ def resolve_times(
     """Each item to be stored with its relative dates resolved as of ``occurred_at`` in
     ``tz`` (:func:`pgmem.timeexpr.resolve`): the absolute date written beside the words,
     the valid time moved back to the day a past event happened, and an appointment
-    (episodic or semantic fact naming a future day) expiring ``grace`` after that day."""
+    (episodic or semantic fact naming a future day, not told as past) expiring ``grace``
+    after that day."""
     out = []
     for p in planned:
         if p.rejected is not None:
@@ -133,7 +238,13 @@ def resolve_times(
         if not resolved.mentions:
             out.append(p)
             continue
-        end = resolved.event_end if p.kind in APPOINTMENT_KINDS else None
+        if p.source == TURN:
+            # A turn is the record: it never expires, whatever day it names; a past
+            # event it tells of dates it, as it dates its facts.
+            out.append(replace(p, content=resolved.content, valid_from=resolved.valid_from))
+            continue
+        # "This weekend we visited grandma", told on Saturday, is over: no expiry.
+        end = resolved.event_end if p.kind in APPOINTMENT_KINDS and not p.past else None
         out.append(
             replace(
                 p,
@@ -225,6 +336,8 @@ def items(
             "expires_at": p.expires_at if expires_at is None else expires_at,
             "check_conflicts": None if check_conflicts else False,
             "rejected": p.rejected,
+            # remember_many numbers items from 1
+            "derived_from": [i + 1 for i in p.derived_from] or None,
         }
         out.append({k: v for k, v in item.items() if v is not None})
     return out

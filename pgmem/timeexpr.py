@@ -506,12 +506,20 @@ def strip(text: str, today: date) -> str:
 
 def period(question: str, now: datetime, tz: tzinfo = UTC) -> tuple[datetime, datetime] | None:
     """The period the first time expression of ``question`` names, as ``[start, end)``
-    in ``tz`` (relative ones as of ``now``), or None when it names none.
+    in ``tz`` (relative ones as of ``now``), or None when it names none. A relative
+    mention of the day it is asked (today, tonight, 今天) names no period.
 
     >>> [d.date().isoformat() for d in period("我上周去了哪儿?", datetime(2026, 12, 1, tzinfo=UTC))]
     ['2026-11-23', '2026-11-30']
     """
-    mentions = find(question, now.astimezone(tz).date())
+    today = now.astimezone(tz).date()
+    # "今天/today/tonight" in a question is the moment it is asked ("我今天又想吃冰淇淋了，
+    # 上次吃的是什么口味？"), not a range to search: recency already favours today.
+    mentions = [
+        m
+        for m in find(question, today)
+        if not (m.relative and m.span.start == today and m.span.end == today + timedelta(days=1))
+    ]
     return mentions[0].span.bounds(tz) if mentions else None
 
 

@@ -67,7 +67,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -212,6 +212,7 @@ class _Turn:
     result: ExtractionResult | None = None
     planned: list[ingest.Planned] = field(default_factory=list)
     vectors: list[list[float] | None] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)  # messages nothing kept
     error: BaseException | None = None
     spent: float = 0.0  # seconds of its budget used before its SQL runs
 
@@ -248,6 +249,7 @@ class _Merge:
     content: str | None = None
     vector: list[float] | None = None
     error: BaseException | None = None
+    skipped: str | None = None  # both kept: neither says all the other does
     spent: float = 0.0
 
 
@@ -333,6 +335,7 @@ class Worker:
         job_timeout: float = DEFAULT_JOB_TIMEOUT,
         embedder: Embedder | None = None,
         llm: LLMExtractor | Literal["env"] | None = "env",
+        episode_roles: Iterable[str] = (),
     ) -> None:
         if batch < 1:
             raise ValueError("batch must be at least 1")
@@ -350,6 +353,7 @@ class Worker:
         self.job_timeout = job_timeout
         self.embedder = embedder if embedder is not None else embedder_from_env()
         self.llm = LLMExtractor.from_env() if llm == "env" else llm
+        self.episode_roles = ingest.episode_roles(episode_roles)
         self.stats = WorkerStats()
         self._stop = threading.Event()
         self._signals = 0
@@ -666,7 +670,11 @@ class Worker:
             started = time.monotonic()
             try:
                 if isinstance(item, _Turn):
-                    item.planned, item.result = ingest.plan(_messages(job["payload"]), llm=self.llm)
+                    messages = _messages(job["payload"])
+                    item.planned, item.result = ingest.plan(
+                        messages, llm=self.llm, episode_roles=self.episode_roles
+                    )
+                    item.skipped = ingest.unstored(messages, item.planned, self.episode_roles)
                 elif isinstance(item, _Merge) and item.error is None and item.texts is not None:
                     self._decide_merge(item, *item.texts)
                 elif isinstance(item, _Judge) and item.error is None:
@@ -757,19 +765,23 @@ class Worker:
         item.keep_id, item.other_id = stored_id, new_id
         stored, new = rows.get(stored_id), rows.get(new_id)
         if stored and new and stored["status"] == new["status"] == "active":
-            item.texts = (stored["content"], new["content"])
-            if self.llm is None:
-                # Without a model the newer fact is kept as it is, unless it is less
-                # sure than the rule allows (pgmem.merge_keeper, 13_conflict.sql).
-                with conn.transaction():
-                    self._bind(conn, job["tenant_id"])
-                    keep = conn.execute(
-                        wq.MERGE_KEEPER, {"stored_id": stored_id, "new_id": new_id}
-                    ).fetchone()
-                assert keep is not None
-                if keep["keep_id"] == new_id:
-                    item.keep_id, item.other_id = new_id, stored_id
-                item.texts = None
+            # Only a fact that says all the other does may stand for both
+            # (pgmem.merge_keeper, 13_conflict.sql): two facts that merely look alike
+            # both stay, with or without a model to write one text for them.
+            with conn.transaction():
+                self._bind(conn, job["tenant_id"])
+                keep = conn.execute(
+                    wq.MERGE_KEEPER, {"stored_id": stored_id, "new_id": new_id}
+                ).fetchone()
+            assert keep is not None
+            if keep["keep_id"] is None:
+                item.skipped = "kept both: neither fact says all the other does"
+                return item
+            if self.llm is not None:
+                # A model writes one text for both (_decide_merge picks the row).
+                item.texts = (stored["content"], new["content"])
+            elif keep["keep_id"] == new_id:
+                item.keep_id, item.other_id = new_id, stored_id
         # Otherwise pgmem.merge says what happened (gone: PM022; merged or changed: skipped).
         return item
 
@@ -925,7 +937,10 @@ class Worker:
                 action = {k: v for k, v in row.items() if v is not None}
                 if planned.rejected is not None:
                     action["reason"] = planned.rejected
+                if planned.source == ingest.TURN:
+                    action["episode"] = True
                 actions.append(action)
+        actions += turn.skipped
         result: dict[str, Any] = {"facts": len(turn.result.facts), "actions": actions}
         if turn.result.fallback_reason:
             result["fallback_reason"] = turn.result.fallback_reason
@@ -944,6 +959,8 @@ class Worker:
     def _merge(self, conn: Conn, item: _Merge) -> dict[str, Any]:
         if item.error is not None:
             raise item.error
+        if item.skipped is not None:
+            return {"actions": [], "skipped": item.skipped}
         row = conn.execute(
             wq.MERGE,
             {

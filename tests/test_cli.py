@@ -88,24 +88,30 @@ def test_add_search_list_show_history_context(pgmem: Run) -> None:
         )
     )
     assert isinstance(added, list)
+    said = "I live in Berlin and I prefer dark mode"
     assert [(a["action"], a["content"]) for a in added] == [
+        ("inserted", said),  # the turn, on record
         ("inserted", "User lives in Berlin"),
         ("inserted", "User prefers dark theme"),
     ]
-    berlin = added[0]["memory_id"]
+    turn, berlin = added[0]["memory_id"], added[1]["memory_id"]
 
     hits = as_json(
         pgmem("search", "Which city does the user live in?", "-u", "alice", "-t", "acme", "--json")
     )
     assert isinstance(hits, list)
-    assert hits[0]["memory_id"] == berlin
+    assert hits[0]["memory_id"] in (berlin, turn)
     assert {"score", "relevance", "similarity", "text_match", "importance", "recency"} <= hits[
         0
     ].keys()
 
     listed = as_json(pgmem("list", "-t", "acme", "--json"))
     assert isinstance(listed, list)
-    assert {r["content"] for r in listed} == {"User lives in Berlin", "User prefers dark theme"}
+    assert {r["content"] for r in listed} == {
+        said,
+        "User lives in Berlin",
+        "User prefers dark theme",
+    }
     assert "User lives in Berlin" in ok(pgmem("list", "-t", "acme", "-u", "alice")).stdout
 
     shown = as_json(pgmem("show", str(berlin), "-t", "acme", "--json"))
@@ -126,7 +132,7 @@ def test_add_search_list_show_history_context(pgmem: Run) -> None:
     assert "## Preferences" in block and "User prefers dark theme" in block
     stats = as_json(pgmem("stats", "-t", "acme", "--json"))
     assert isinstance(stats, dict)
-    assert sum(r["memories"] for r in stats["memories"]) == 2
+    assert sum(r["memories"] for r in stats["memories"]) == 3
     assert "capacity use" in ok(pgmem("stats", "-t", "acme")).stdout
 
 
@@ -177,16 +183,17 @@ def test_export_then_import_into_another_tenant(
         acme.add("Visits Oslo in June", "dan", infer=False, kind="episodic", metadata={"trip": 1})
 
     dump = tmp_path / "acme.jsonl"
-    assert "exported 5 memories" in ok(pgmem("export", str(dump), "-t", "acme")).stdout
+    # Two turns on record beside their three facts, and the two texts kept as written.
+    assert "exported 7 memories" in ok(pgmem("export", str(dump), "-t", "acme")).stdout
     lines = [json.loads(line) for line in dump.read_text().splitlines()]
-    assert len(lines) == 5
+    assert len(lines) == 7
     assert {line["status"] for line in lines} == {"active", "superseded"}
     assert all(len(line["embedding"]) == 384 for line in lines)
     only_dan = ok(pgmem("export", "-t", "acme", "-u", "dan")).stdout.splitlines()
     assert [json.loads(line)["content"] for line in only_dan] == ["Visits Oslo in June"]
 
     counts = as_json(pgmem("import", str(dump), "-t", "bravo", "--json"))
-    assert counts == {"inserted": 4, "skipped": 1, "pinned": 1}
+    assert counts == {"inserted": 6, "skipped": 1, "pinned": 1}
 
     copied = {
         row["content"]: row
@@ -211,7 +218,7 @@ def test_export_then_import_into_another_tenant(
 
     # From stdin, again: every fact is known already.
     again = as_json(pgmem("import", "-", "-t", "bravo", "--json", input=dump.read_text()))
-    assert again == {"reinforced": 4, "skipped": 1, "pinned": 0}
+    assert again == {"reinforced": 6, "skipped": 1, "pinned": 0}
 
 
 def test_bad_input_exits_1_with_one_line(pgmem: Run, tmp_path: Path) -> None:

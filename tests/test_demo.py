@@ -34,7 +34,8 @@ def test_demo_shows_the_whole_product(dsn: str) -> None:
     assert "[REDACTED:phone]" in stored
     assert '"reason": "prompt_injection"' in stored
     assert "superseded" in stored and "浅色" in stored  # dark → light, old fact kept
-    assert "'rejected': 1" in stored and "'reinforced': 1" in stored
+    # The re-sent turn is reinforced, and so is its fact.
+    assert "'rejected': 1" in stored and "'reinforced': 2" in stored
     assert "## Preferences" in stored and "decay" in stored and "purge" in stored
     # The other two layers, and the prompt assembled from all three.
     chat, rest = stored.split("12. Short-term memory", 1)[1].split("13. Working memory", 1)

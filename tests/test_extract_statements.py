@@ -94,6 +94,6 @@ def test_a_past_event_is_no_appointment_but_a_plan_expires() -> None:
     [plan] = [p for c, p in facts_.items() if "苏州" in c]
     assert went.expires_at is None
     assert plan.expires_at is not None and plan.expires_at > saturday
-    # The turn itself is the record: valid from when it was said, never expiring.
+    # The turn itself is the record: it never expires.
     [turn] = [p for p in resolved if p.source == ingest.TURN]
-    assert turn.expires_at is None and turn.valid_from is None
+    assert turn.expires_at is None

@@ -101,8 +101,11 @@ def test_stdio_every_long_term_tool(db: Db, new_tenant: Callable[[], Tenant]) ->
                     {"text": "I live in Berlin and I prefer dark mode", "user": "alice"},
                 )
             )
-            assert [r["action"] for r in added] == ["inserted", "inserted"]
-            berlin = next(r["memory_id"] for r in added if "Berlin" in r["content"])
+            # The turn on record, then its two facts.
+            assert [r["action"] for r in added] == ["inserted", "inserted", "inserted"]
+            said = "I live in Berlin and I prefer dark mode"
+            turn = next(r["memory_id"] for r in added if r["content"] == said)
+            berlin = next(r["memory_id"] for r in added if r["content"] == "User lives in Berlin")
             raw = data(
                 await client.call_tool(
                     "remember",
@@ -119,14 +122,14 @@ def test_stdio_every_long_term_tool(db: Db, new_tenant: Callable[[], Tenant]) ->
             hits = data(
                 await client.call_tool("recall", {"query": "Berlin", "user": "alice", "k": 3})
             )
-            assert hits[0]["memory_id"] == berlin
+            assert hits[0]["memory_id"] in (berlin, turn)  # the fact or its turn: one answer
             assert {"score", "relevance", "recency"} <= set(hits[0])
 
             block = data(await client.call_tool("context", {"query": "cat", "user": "alice"}))
             assert "Miso" in block
 
             listed = data(await client.call_tool("list_memories", {"user": "alice"}))
-            assert len(listed) == 3
+            assert len(listed) == 4
 
             # Self-editing: the agent corrects a fact and the old text stays in history.
             updated = data(
@@ -146,8 +149,10 @@ def test_stdio_every_long_term_tool(db: Db, new_tenant: Callable[[], Tenant]) ->
 
             resource = await client.read_resource("pgmem://memories/alice")
             rows = json.loads(resource.contents[0].text)
+            # Forgetting the fact forgot the turn that said it too.
             assert {r["content"] for r in rows} == {r["content"] for r in listed} - {
-                "User lives in Berlin"
+                "User lives in Berlin",
+                said,
             }
 
             # Errors come back as tool errors with the PM code and hint; the server lives on.

@@ -343,6 +343,7 @@ def test_filters_kinds_session_time_metadata_and_min_score(acme: Store, now: dt.
         kind="episodic",
         session_id="s1",
         created_at=now - 30 * DAY,
+        valid_from=now - 30 * DAY,  # the event time, which since/until read
         metadata={"project": "alpha", "tags": ["work"]},
         embedding=e,
         importance=0.2,
@@ -352,6 +353,7 @@ def test_filters_kinds_session_time_metadata_and_min_score(acme: Store, now: dt.
         kind="episodic",
         session_id="s2",
         created_at=now - 2 * DAY,
+        valid_from=now - 2 * DAY,  # the event time, which since/until read
         metadata={"project": "alpha"},
         embedding=e,
     )
@@ -360,6 +362,7 @@ def test_filters_kinds_session_time_metadata_and_min_score(acme: Store, now: dt.
         kind="semantic",
         session_id="s2",
         created_at=now - 10 * DAY,
+        valid_from=now - 10 * DAY,  # the event time, which since/until read
         metadata={"project": "beta"},
         embedding=e,
         importance=0.8,

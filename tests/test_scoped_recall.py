@@ -98,10 +98,14 @@ def test_context_takes_a_time_window(new_tenant: Callable[[], Tenant], db: Db) -
     old = _remember(a, "alice", "Alice went hiking in the Alps")
     new = _remember(a, "alice", "Alice went hiking in Patagonia")
     db.admin.execute(
-        "update pgmem.memories set created_at = '2026-01-10' where memory_id = %s", (old,)
+        "update pgmem.memories set created_at = '2026-01-10', valid_from = '2026-01-10'"
+        " where memory_id = %s",
+        (old,),
     )
     db.admin.execute(
-        "update pgmem.memories set created_at = '2026-11-10' where memory_id = %s", (new,)
+        "update pgmem.memories set created_at = '2026-11-10', valid_from = '2026-11-10'"
+        " where memory_id = %s",
+        (new,),
     )
     block = a.conn.execute(
         "select pgmem.context('alice', 'hiking', p_since => '2026-11-01', p_until => '2026-12-01',"

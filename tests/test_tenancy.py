@@ -223,5 +223,13 @@ def test_new_tenant_gets_default_settings(admin: psycopg.Connection) -> None:
         """
     ).fetchone()
     assert same == (True,)
+    # The thresholds are the embedding model's unless a tenant sets its own.
+    row = admin.execute(
+        "select duplicate_threshold, merge_threshold from pgmem.settings where tenant_id = 'fresh'"
+    ).fetchone()
+    assert row == (None, None)
     with pytest.raises(errors.CheckViolation):
-        admin.execute("update pgmem.settings set merge_threshold = 0.99 where tenant_id = 'fresh'")
+        admin.execute(
+            "update pgmem.settings set duplicate_threshold = 0.9, merge_threshold = 0.99"
+            " where tenant_id = 'fresh'"
+        )

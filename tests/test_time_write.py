@@ -46,6 +46,15 @@ def stored(admin: psycopg.Connection, subject: str) -> list[tuple[str, datetime,
     ).fetchall()
 
 
+def facts(admin: psycopg.Connection, subject: str) -> list[tuple[str, datetime, datetime | None]]:
+    """As :func:`stored`, the facts alone (not the stated turns they came from)."""
+    return admin.execute(
+        "select content, valid_from, expires_at from pgmem.memories"
+        " where tenant_id = 'acme' and subject = %s and source <> 'turn' order by memory_id",
+        (subject,),
+    ).fetchall()
+
+
 def assert_resolved(rows: list[tuple[str, datetime, datetime | None]]) -> None:
     """No relative date without its absolute one beside it: resolving again adds nothing."""
     assert rows
@@ -59,11 +68,14 @@ def test_add_resolves_relative_dates_and_expires_appointments(
     acme.add("Next Friday I have a flight to Berlin", user_id="alice", occurred_at=TUESDAY)
     rows = stored(admin, "alice")
     assert_resolved(rows)
-    [(content, valid_from, expires_at)] = [r for r in rows if "Berlin" in r[0]]
+    [(content, valid_from, expires_at)] = [r for r in facts(admin, "alice") if "Berlin" in r[0]]
     assert "(2026-12-04)" in content
     assert valid_from == TUESDAY
     # The day after Friday, plus settings.appointment_grace (1 day).
     assert expires_at == datetime(2026, 12, 6, tzinfo=UTC)
+    # The turn it came from is the record: it never expires.
+    [turn] = [r for r in rows if r not in facts(admin, "alice")]
+    assert "(2026-12-04)" in turn[0] and turn[2] is None
 
 
 def test_add_as_is_in_the_subjects_time_zone(acme: Memory, admin: psycopg.Connection) -> None:
@@ -77,7 +89,7 @@ def test_add_as_is_in_the_subjects_time_zone(acme: Memory, admin: psycopg.Connec
     by_content = {r[0]: r for r in rows}
     birthday = by_content["我老婆下周（2026-12-14/2026-12-20）过生日"]
     assert birthday[1] == at
-    assert birthday[2] == datetime(2026, 12, 21, tzinfo=SHANGHAI) + timedelta(days=1)
+    assert birthday[2] is None  # text kept as written is a record: it does not expire
     hike = by_content["昨天（2026-12-06）我去黄山爬山了"]
     assert hike[1] == datetime(2026, 12, 6, tzinfo=SHANGHAI)  # the day it happened
     assert hike[2] is None  # a past event does not expire for its date
@@ -98,7 +110,7 @@ def test_the_worker_resolves_queued_turns(
     assert Worker(dsn, embedder=embedder, llm=None).run(once=True).done == 2
     bob = stored(admin, "bob")
     assert_resolved(bob)
-    [(content, _, expires_at)] = [r for r in bob if "dentist" in r[0]]
+    [(content, _, expires_at)] = [r for r in facts(admin, "bob") if "dentist" in r[0]]
     assert "(2026-12-02)" in content
     assert expires_at == datetime(2026, 12, 4, tzinfo=UTC)
     carol = stored(admin, "carol")

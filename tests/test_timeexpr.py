@@ -254,3 +254,27 @@ def test_explicit_period_ignores_relative_times() -> None:
         datetime(2023, 5, 3, tzinfo=UTC),
         datetime(2023, 5, 4, tzinfo=UTC),
     )
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "我今天又想吃冰淇淋了，上次吃的是什么口味？",
+        "What should I cook today? Last time I made risotto.",
+        "今晚吃什么好？",
+        "tonight I want a movie, which one did I like?",
+    ],
+)
+def test_the_day_a_question_is_asked_names_no_window(question: str) -> None:
+    now = datetime(2026, 12, 3, 12, tzinfo=UTC)
+    assert te.period(question, now) is None
+    assert te.window(question, now) is None
+
+
+def test_a_calendar_range_beside_today_still_names_its_window() -> None:
+    now = datetime(2026, 12, 3, 12, tzinfo=UTC)
+    period = te.period("我今天想起上周去的那家店，叫什么？", now)
+    assert period is not None
+    assert [d.date().isoformat() for d in period] == ["2026-11-23", "2026-11-30"]
+    yesterday = te.period("What did I eat yesterday?", now)
+    assert yesterday is not None and yesterday[0].date().isoformat() == "2026-12-02"

@@ -91,6 +91,28 @@ def active(admin: psycopg.Connection, tenant: str, subject: str = "alice") -> li
     return [r[0] for r in rows]
 
 
+def facts(admin: psycopg.Connection, tenant: str, subject: str = "alice") -> list[str]:
+    """The active facts: what is true now, without the stated turns (the record)."""
+    rows = admin.execute(
+        """select content from pgmem.memories
+           where tenant_id = %s and subject = %s and status = 'active' and source <> 'turn'
+           order by memory_id""",
+        (tenant, subject),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def turns(admin: psycopg.Connection, tenant: str, subject: str = "alice") -> list[str]:
+    """The active stated turns, in the order they were said."""
+    rows = admin.execute(
+        """select content from pgmem.memories
+           where tenant_id = %s and subject = %s and status = 'active' and source = 'turn'
+           order by memory_id""",
+        (tenant, subject),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
 # ------------------------------------------------------------ confidence and expiry
 
 
@@ -292,8 +314,8 @@ def test_contradicting_near_duplicate_is_not_absorbed(acme: Tenant, db: Db) -> N
     assert (action, related) == ("superseded", old_id)
     assert similarity == pytest.approx(0.97, abs=1e-3)
     assert active(db.admin, acme.name) == ["User likes light mode"]
-    # A near-duplicate that agrees is still absorbed.
-    again = remember(acme.conn, "alice", "User really likes light mode", vec(0, 0.97), now=T0)
+    # A near-duplicate that agrees, and says nothing more, is still absorbed.
+    again = remember(acme.conn, "alice", "The user likes light mode", vec(0, 0.97), now=T0)
     assert again[:2] == ("deduplicated", new_id)
 
 
@@ -428,16 +450,19 @@ def test_memory_add_keeps_one_truth(
     tenant_login: Login, embedder: LocalEmbedder, old: str, new: str, infer: bool
 ) -> None:
     memory = Memory(conn=tenant_login("acme"), embedder=embedder, llm=False)
-    first = memory.add(
+    said = [
         old.replace("User", "I").replace("lives", "live").replace("likes", "like"),
-        user_id="alice",
-        infer=infer,
-        occurred_at=T0,
-    )
+        new.replace("User", "I"),
+    ]
+    first = memory.add(said[0], user_id="alice", infer=infer, occurred_at=T0)
     assert first
-    memory.add(new.replace("User", "I"), user_id="alice", infer=infer, occurred_at=T0 + DAY)
-    facts = memory.get_all(user_id="alice")
-    assert len(facts) == 1, [f["content"] for f in facts]
+    memory.add(said[1], user_id="alice", infer=infer, occurred_at=T0 + DAY)
+    stored = memory.get_all(user_id="alice")
+    true_now = [f["content"] for f in stored if f["source"] != "turn"]
+    # Facts keep one truth; infer=False derives none: its texts are records.
+    assert len(true_now) == (1 if infer else 0), true_now
+    # What was said stays on record, both turns, infer on or off.
+    assert sorted(f["content"] for f in stored if f["source"] == "turn") == sorted(said)
 
 
 @pytest.mark.parametrize(("old", "new"), CASES)
@@ -454,10 +479,16 @@ def test_worker_keeps_one_truth(
             ),
         )
     Worker(dsn, embedder=embedder, llm=None).run(once=True)
-    facts = acme.execute(
-        "select content from pgmem.memories where subject = 'alice' and status = 'active'"
+    true_now = acme.execute(
+        "select content from pgmem.memories"
+        " where subject = 'alice' and status = 'active' and source <> 'turn'"
     ).fetchall()
-    assert len(facts) == 1, facts
+    assert len(true_now) == 1, true_now
+    said = acme.execute(
+        "select count(*) from pgmem.memories"
+        " where subject = 'alice' and status = 'active' and source = 'turn'"
+    ).fetchone()
+    assert said == (2,)
 
 
 @pytest.mark.parametrize(("old", "new"), CASES)
@@ -477,8 +508,9 @@ def test_memory_add_with_llm_extraction_keeps_one_truth(
             facts_json({"content": text, "kind": "preference", "importance": 6, "confidence": 0.9})
         )
         added = memory.add(f"(turn) {text}", user_id="alice", occurred_at=at)
-        assert [a["content"] for a in added] == [text]
-    assert active(db.admin, acme.name) == [new]
+        assert [a["content"] for a in added if not a.get("episode")] == [text]
+    assert facts(db.admin, acme.name) == [new]
+    assert turns(db.admin, acme.name) == [f"(turn) {old}", f"(turn) {new}"]
 
 
 # ----------------------------------------------------------------------- the judge
@@ -608,7 +640,7 @@ def test_resolve_conflict_checks_its_arguments(acme: Tenant) -> None:
         assert info.value.sqlstate == code
 
 
-def test_merge_without_llm_keeps_the_newer_fact(
+def test_merge_without_llm_keeps_the_fact_that_says_all(
     acme: Tenant, db: Db, embedder: LocalEmbedder
 ) -> None:
     # Cosine 0.9: a merge, not a duplicate; no rule calls them a contradiction.
@@ -620,9 +652,19 @@ def test_merge_without_llm_keeps_the_newer_fact(
     )
     assert (action, related) == ("merge_pending", old_id)
     Worker(db.dsn, embedder=embedder, llm=None, tenant=acme.name).run(once=True)
-    assert active(db.admin, acme.name) == ["User works at Acme"]
-    assert row(db.admin, new_id)["status"] == "active"
-    assert row(db.admin, old_id)["status"] == "merged"
+    # The newer fact says less: the one that says all of both stays.
+    assert active(db.admin, acme.name) == ["User works at Acme in Berlin as an engineer"]
+    assert row(db.admin, old_id)["status"] == "active"
+    assert row(db.admin, new_id)["status"] == "merged"
+    # The newer fact says more: it stays.
+    _, acme_id, _, _ = remember(acme.conn, "carol", "User works at Acme", vec(0), now=T0)
+    _, more_id, _, _ = remember(
+        acme.conn, "carol", "User works at Acme in Paris", vec(0, 0.9), now=T0 + DAY
+    )
+    Worker(db.dsn, embedder=embedder, llm=None, tenant=acme.name).run(once=True)
+    assert active(db.admin, acme.name, "carol") == ["User works at Acme in Paris"]
+    assert row(db.admin, acme_id)["status"] == "merged"
+    assert row(db.admin, more_id)["status"] == "active"
     # Not when the newer fact is less sure than the rule allows.
     _, sure_id, _, _ = remember(acme.conn, "bob", "User has two cats", vec(5), now=T0)
     remember(

@@ -250,21 +250,38 @@ def test_cli_once_turns_become_embedded_memories(
     jobs = {row[0]: row for row in inbox(acme)}
     assert {row[2] for row in jobs.values()} == {"done"}
     assert {row[3] for row in jobs.values()} == {1}
-    assert [a["action"] for a in jobs[facts_turn][5]["actions"]] == ["inserted", "inserted"]
+    # The user's turn as said (its episode), its two facts, and why the assistant's
+    # turn was not kept.
+    outcomes = jobs[facts_turn][5]["actions"]
+    assert [(a["action"], a.get("episode", False)) for a in outcomes] == [
+        ("inserted", True),
+        ("inserted", False),
+        ("inserted", False),
+        ("skipped", False),
+    ]
+    assert outcomes[3]["reason"] == "assistant turn: context, not kept"
     assert jobs[injected][5]["actions"] == [
         {"action": "rejected", "reason": "prompt injection: ignore_instructions"}
     ]
-    assert jobs[small_talk][5] == {"facts": 0, "actions": []}
+    assert jobs[small_talk][5] == {
+        "facts": 0,
+        "actions": [
+            {"action": "skipped", "reason": "small_talk", "content": "thanks!", "kind": None}
+        ],
+    }
 
     memories = acme.execute(
         "select content, kind, source, session_id, agent_id, metadata, valid_from,"
         " vector_dims(embedding), embedding::text from pgmem.memories"
         " where subject = 'alice' order by memory_id"
     ).fetchall()
-    assert [m[0] for m in memories] == ["User works at Acme Corp", "User loves sushi"]
-    for content, _kind, source, session, agent, metadata, valid_from, dims, vector in memories:
-        assert (source, session, agent, metadata, valid_from) == (
-            "rule",
+    assert [(m[0], m[1], m[2]) for m in memories] == [
+        ("I work at Acme Corp and I love sushi.", "episodic", "turn"),
+        ("User works at Acme Corp", "semantic", "rule"),
+        ("User loves sushi", "preference", "rule"),
+    ]
+    for content, _kind, _source, session, agent, metadata, valid_from, dims, vector in memories:
+        assert (session, agent, metadata, valid_from) == (
             "s1",
             "concierge",
             {"channel": "chat"},
@@ -292,11 +309,17 @@ def test_facts_of_one_batch_are_remembered_in_turn_order(
     enqueue(acme, "carol", "I live in Paris")
     stats = make_worker(dsn, embedder, batch=16).run(once=True)
     assert stats.batches == 1
-    assert stats.actions == {"inserted": 1, "superseded": 1, "reinforced": 1}
+    # Each turn's episode (the third an exact re-send of the second), then its fact.
+    assert stats.actions == {"inserted": 3, "superseded": 1, "reinforced": 2}
     rows = acme.execute(
         "select content, status from pgmem.memories where subject = 'carol' order by memory_id"
     ).fetchall()
-    assert rows == [("User lives in Berlin", "superseded"), ("User lives in Paris", "active")]
+    assert rows == [
+        ("I live in Berlin", "active"),
+        ("User lives in Berlin", "superseded"),
+        ("I live in Paris", "active"),
+        ("User lives in Paris", "active"),
+    ]
 
 
 # -------------------------------------------------------------------- kill -9
@@ -322,7 +345,8 @@ def test_kill_9_mid_batch_loses_nothing_and_applies_nothing_twice(
         acme.execute("select status, count(*) from pgmem.inbox group by 1").fetchall()
     )
     assert statuses == {"done": 16, "pending": 24}
-    assert acme.execute("select count(*) from pgmem.memories").fetchone() == (16,)
+    # Each turn's episode and its fact.
+    assert acme.execute("select count(*) from pgmem.memories").fetchone() == (32,)
     in_flight = admin.execute(
         "select count(*) from pg_locks where pid = %s and locktype = 'transactionid'"
         " and mode = 'ExclusiveLock'",
@@ -339,7 +363,7 @@ def test_kill_9_mid_batch_loses_nothing_and_applies_nothing_twice(
         lambda: not any(pid == backend for pid, *_ in worker_backends(admin)),
         "the killed worker's backend to exit",
     )
-    assert acme.execute("select count(*) from pgmem.memories").fetchone() == (16,)
+    assert acme.execute("select count(*) from pgmem.memories").fetchone() == (32,)
 
     rerun = run_worker_cli(dsn, "--once", "--batch", "8")
     assert rerun.returncode == 0, rerun.stderr
@@ -353,10 +377,12 @@ def test_kill_9_mid_batch_loses_nothing_and_applies_nothing_twice(
     assert {(status, attempts) for _, status, attempts, _ in rows} == {("done", 1)}
     result_ids: dict[int, str] = {}
     for inbox_id, _, _, actions in rows:
-        assert [a["action"] for a in actions] == ["inserted"]
-        result_ids[actions[0]["memory_id"]] = job_subject[inbox_id]
-    # One memory per turn, each the one its job reported, with one insert event and
-    # nothing reinforced (a turn applied twice would have reinforced its first copy).
+        assert [a["action"] for a in actions] == ["inserted", "inserted"]
+        for a in actions:
+            result_ids[a["memory_id"]] = job_subject[inbox_id]
+    # Two memories per turn (its episode and its fact), each the one its job reported,
+    # with one insert event and nothing reinforced (a turn applied twice would have
+    # reinforced its first copy).
     memories: dict[int, str] = dict(
         acme.execute("select memory_id, subject from pgmem.memories").fetchall()
     )
@@ -364,7 +390,7 @@ def test_kill_9_mid_batch_loses_nothing_and_applies_nothing_twice(
     events = acme.execute(
         "select event, count(*), count(distinct memory_id) from pgmem.memory_events group by 1"
     ).fetchall()
-    assert events == [("insert", 40, 40)]
+    assert events == [("insert", 80, 80)]
     unembedded = acme.execute("select count(*) from pgmem.memories where embedding is null")
     assert unembedded.fetchone() == (0,)
 
@@ -397,7 +423,7 @@ def test_two_workers_share_the_queue_without_deadlock_or_double_work(
         " from pgmem.inbox where job = 'turn'"
     ).fetchall()
     assert len(turns) == 90
-    assert set(turns) == {("done", 1, 1)}
+    assert set(turns) == {("done", 1, 2)}  # each turn's episode and its fact
     inserted = acme.execute(
         "select count(*), count(distinct memory_id) from pgmem.memory_events where event = 'insert'"
     ).fetchone()
@@ -520,8 +546,12 @@ def test_failing_job_is_retried_with_backoff_then_failed_never_dropped(
         else:
             assert status == "failed"
             assert finished_at is not None
-    # Its savepoint rolled back: "User loves tea" of the same turn was not kept either.
-    assert acme.execute("select subject from pgmem.memories").fetchall() == [("frank",)]
+    # Its savepoint rolled back: "User loves tea" of the same turn was not kept either;
+    # frank's turn is (its episode and its fact).
+    assert acme.execute("select subject, source from pgmem.memories order by 2").fetchall() == [
+        ("frank", "rule"),
+        ("frank", "turn"),
+    ]
     assert acme.execute(
         "select status, attempts from pgmem.inbox where inbox_id = %s", (fine,)
     ).fetchone() == ("done", 1)
@@ -534,6 +564,8 @@ def test_failing_job_is_retried_with_backoff_then_failed_never_dropped(
         "select status from pgmem.inbox where inbox_id = %s", (doomed,)
     ).fetchone() == ("done",)
     assert sorted(r[0] for r in acme.execute("select content from pgmem.memories")) == [
+        "I love coffee",
+        "I love tea. I work at Doomed Corp.",
         "User loves coffee",
         "User loves tea",
         "User works at Doomed Corp",
@@ -892,7 +924,8 @@ def test_tenant_modes(
     with pytest.raises(WorkerError, match="bound to tenant acme"):
         make_worker(own, embedder, tenant="bravo").run(once=True)
     assert {r[0] for r in bravo.execute("select content from pgmem.memories")} == {
-        "User loves coffee"
+        "I love coffee",
+        "User loves coffee",
     }
 
 
@@ -953,17 +986,21 @@ def test_a_job_stuck_in_the_database_fails_alone_within_its_budget(
         "select inbox_id from pgmem.inbox where status = 'done' order by inbox_id"
     ).fetchall()
     assert [r[0] for r in done] == others
+    # Each turn's episode and its fact.
     assert sorted(r[0] for r in acme.execute("select subject from pgmem.memories")) == [
         "gus",
+        "gus",
         "ivy",
+        "ivy",
+        "jon",
         "jon",
     ]
     # Once the lock is gone, a retry of the failed job succeeds.
     assert acme.execute("select pgmem.retry_failed_jobs()").fetchone() == (1,)
     assert worker.run(once=True).done == 1
-    assert acme.execute("select content from pgmem.memories where subject = 'hana'").fetchall() == [
-        ("User loves tea",)
-    ]
+    assert acme.execute(
+        "select content from pgmem.memories where subject = 'hana' order by memory_id"
+    ).fetchall() == [("I love tea",), ("User loves tea",)]
 
 
 def test_an_oversized_turn_fails_alone_while_embedding(
@@ -990,6 +1027,8 @@ def test_an_oversized_turn_fails_alone_while_embedding(
     ).fetchone() == (2,)
     assert sorted(r[0] for r in acme.execute("select subject from pgmem.memories")) == [
         "lea",
+        "lea",
+        "max",
         "max",
     ]
     unembedded = acme.execute("select count(*) from pgmem.memories where embedding is null")

@@ -199,6 +199,11 @@ _EN_CARRY_BASES = words(
 )
 
 
+_EN_I_THIRD_PERSON_RE = re.compile(
+    r"^I\s+(?:[a-z]+ly\s+|now\s+|still\s+|also\s+)*(?P<verb>[a-z]+s)\b"
+)
+
+
 def first_person_verb(verb: str) -> str:
     """The first-person form of a third-person verb: "likes" -> "like", "is" -> "am"."""
     low = verb.lower()
@@ -221,6 +226,11 @@ def as_first_person(clause: str) -> str:
         if not m or len(clause) <= m.end():
             return clause
         return ("我的" if m.group("poss") else "我") + clause[m.end() :]
+    said_i = _EN_I_THIRD_PERSON_RE.match(clause)
+    if said_i and first_person_verb(said_i.group("verb")).lower() in _EN_CARRY_BASES:
+        # "I now prefers light mode": the verb agrees with "I" as the rules expect.
+        verb = first_person_verb(said_i.group("verb"))
+        return clause[: said_i.start("verb")] + verb + clause[said_i.end("verb") :]
     m = _EN_USER_SUBJECT_RE.match(clause)
     if not m or (not m.group("poss") and _EN_USER_NOUN_RE.match(m.group("rest"))):
         return clause

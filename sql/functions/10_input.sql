@@ -185,9 +185,9 @@ begin
                   hint = 'A triple is (subject, predicate, object), e.g. (''user'', ''theme'', ''dark''); pass all three, non-blank, or none.';
     end if;
     -- The same list as the CHECK constraint on pgmem.memories.source.
-    if p_source is null or p_source not in ('rule', 'llm', 'manual', 'sql', 'import') then
+    if p_source is null or p_source not in ('rule', 'llm', 'manual', 'sql', 'import', 'turn') then
         raise exception '%source % is not a memory source', v_arg, coalesce(pg_catalog.quote_literal(p_source), 'NULL')
-            using errcode = 'PM019', hint = 'Use one of: rule, llm, manual, sql, import.';
+            using errcode = 'PM019', hint = 'Use one of: rule, llm, manual, sql, import, turn.';
     end if;
     if p_metadata is null or pg_catalog.jsonb_typeof(p_metadata) <> 'object' then
         raise exception '%metadata must be a JSON object', v_arg

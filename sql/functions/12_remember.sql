@@ -19,10 +19,18 @@
 --        surer, and the new fact not sure enough
 --        (pgmem._may_supersede)                     → 'disputed' (stored as
 --                                                    history, superseded by it)
---   4. cosine similarity ≥ settings.duplicate_threshold → 'deduplicated'
---   5. cosine similarity ≥ settings.merge_threshold     → 'merge_pending'
+--   4. cosine similarity ≥ duplicate_threshold, and the stored fact says
+--      all the new one does (pgmem._covers: its terms, polarity, change)
+--                                                   → 'deduplicated'
+--   5. cosine similarity ≥ merge_threshold, and one of the two says all the
+--      other does                                   → 'merge_pending'
 --      (inserted, and a 'merge' job for the worker in pgmem.inbox)
---   6. otherwise                                    → 'inserted'
+--   6. otherwise                                    → 'inserted': two
+--      facts that merely look alike are both kept
+-- The thresholds are the embedding model's (pgmem.model_thresholds) unless
+-- the tenant's settings name its own. A stated turn (source 'turn', the
+-- episode facts are derived from) skips 3b-5: only the same content
+-- (step 2) matches it, and no fact is ever decided against it.
 --      (and with settings.judge_conflicts, a 'judge' job for the worker's
 --      LLM when neighbours within conflict_threshold are left undecided)
 -- Secrets and personal data are redacted (pgmem.redact) before any of this,
@@ -162,11 +170,16 @@ comment on function pgmem.index_subjects(text) is
 -- the fact's triple key (subject, predicate) finds among the active rows:
 -- 'same' object, an active fact that is 'newer', an 'other' object, or NULL
 -- (no triple, or no active row for its key).
+-- Before the evidence of pgmem._covers it had no p_covered.
+drop function if exists pgmem._write_action(pgmem.settings, boolean, text, real);
+
 create or replace function pgmem._write_action(
     p_settings pgmem.settings,
     p_same_content boolean,
     p_triple text,
-    p_similarity real
+    p_similarity real,
+    -- pgmem._coverage of the new fact and its nearest row
+    p_covered text
 )
 returns text
 language sql
@@ -178,14 +191,16 @@ as $$
                 when p_triple operator(pg_catalog.=) 'same' then 'reinforced'
                 when p_triple operator(pg_catalog.=) 'newer' then 'outdated'
                 when p_triple operator(pg_catalog.=) 'other' then 'superseded'
-                when p_similarity operator(pg_catalog.>=) p_settings.duplicate_threshold then 'deduplicated'
-                when p_similarity operator(pg_catalog.>=) p_settings.merge_threshold then 'merge_pending'
+                when p_similarity operator(pg_catalog.>=) p_settings.duplicate_threshold
+                     and p_covered operator(pg_catalog.=) any (array['old', 'both']) then 'deduplicated'
+                when p_similarity operator(pg_catalog.>=) p_settings.merge_threshold
+                     and p_covered is not null then 'merge_pending'
                 else 'inserted'
            end
 $$;
 
-comment on function pgmem._write_action(pgmem.settings, boolean, text, real) is
-    'The write decision for a fact: reinforced, outdated, superseded, deduplicated, merge_pending or inserted, from what matched it (same content, its triple key, the nearest similarity) and the tenant''s thresholds (internal; steps 2-6 above).';
+comment on function pgmem._write_action(pgmem.settings, boolean, text, real, text) is
+    'The write decision for a fact: reinforced, outdated, superseded, deduplicated, merge_pending or inserted, from what matched it (same content, its triple key, the nearest similarity and which of the two covers the other) and the thresholds of p_settings (internal; steps 2-6 above).';
 
 -- What every write event of a fact says besides its own details.
 create or replace function pgmem._write_details(p_redacted text[], p_agent_id text)
@@ -214,6 +229,9 @@ drop function if exists pgmem._remember_decide(text, pgmem.settings, text, text,
 drop function if exists pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real,
                                                text, text, text, text, text, text, jsonb, timestamptz, timestamptz,
                                                real, timestamptz, boolean);
+drop function if exists pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real,
+                                               text, text, text, text, text, text, jsonb, timestamptz, timestamptz,
+                                               real, timestamptz, boolean, text[], text[]);
 
 create or replace function pgmem._remember_decide(
     p_tenant text,
@@ -240,7 +258,10 @@ create or replace function pgmem._remember_decide(
     -- p_content's pgmem._conflict_terms and _conflict_marks, when the caller
     -- has them (pgmem._vouch); NULL: computed here
     p_terms text[] default null,
-    p_marks text[] default null
+    p_marks text[] default null,
+    -- rows this fact may not be decided a duplicate or merge of: an insight's
+    -- own sources (pgmem.consolidate)
+    p_not_near bigint[] default '{}'
 )
 returns table(action text, memory_id bigint, related_id bigint, similarity real)
 language plpgsql
@@ -278,31 +299,57 @@ declare
     v_replace bigint[] := '{}';
     v_rules jsonb := '{}';
     v_judge bigint[] := '{}';
+    v_covered text;
+    v_key_same boolean;  -- the row holding the new fact's triple key has its object too
+    v_refines text;      -- 'within': the new object is part of that row's; 'around': it holds it
 begin
     -- 2. The same fact in other words is the same fact: reinforce it.
     select m.memory_id into v_id
     from pgmem.memories as m
     where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active' and m.content_hash = v_hash;
     if found then
-        action := pgmem._write_action(p_settings, true, null, null);
+        action := pgmem._write_action(p_settings, true, null, null, null);
         similarity := 1;
     end if;
 
     -- 3. Triples: the same (subject, predicate) with another object replaces
-    -- the old fact; with the same object it is the old fact again.
+    -- the old fact; with the same object it is the old fact again, when the
+    -- old text says all the new one does. A new text that says more ("works
+    -- at Google" then "works at Google as a data engineer in Zurich") is
+    -- decided below on the evidence, never absorbed, and so is a value that
+    -- refines the old one (pgmem._value_within: London, then "Hackney, East
+    -- London"); a new object the old text or value already holds ("Dishoom
+    -- in Covent Garden" then "Dishoom") is the old fact again, not its
+    -- replacement.
     if v_id is null and p_triple_predicate is not null then
-        select m.memory_id, m.content into v_id, v_old_content
+        select m.memory_id, m.content,
+               pgmem._coverage(coalesce(p_terms, pgmem._conflict_terms(p_content)),
+                               coalesce(p_marks, pgmem._conflict_marks(p_content)),
+                               coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)),
+                               coalesce(m.conflict_marks, pgmem._conflict_marks(m.content))),
+               pgmem._normalize(m.triple_object) = pgmem._normalize(p_triple_object),
+               case when pgmem._value_within(p_triple_object, m.triple_object) then 'within'
+                    when pgmem._value_within(m.triple_object, p_triple_object) then 'around' end
+        into v_id, v_old_content, v_covered, v_key_same, v_refines
         from pgmem.memories as m
         where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
           and m.triple_predicate is not null
           and pg_catalog.lower(m.triple_predicate) = v_predicate_key
           and pg_catalog.lower(m.triple_subject) = v_subject_key
-          and pgmem._normalize(m.triple_object) = pgmem._normalize(p_triple_object)
-        order by m.valid_from desc, m.memory_id desc
+        order by pgmem._normalize(m.triple_object) = pgmem._normalize(p_triple_object) desc,
+                 m.valid_from desc, m.memory_id desc
         limit 1;
-        if found then
-            action := pgmem._write_action(p_settings, false, 'same', null);
+        if found and (v_covered in ('old', 'both') or v_refines = 'within') then
+            action := pgmem._write_action(p_settings, false, 'same', null, null);
+        elsif found and (v_key_same or v_refines = 'around') then
+            -- Says more than the fact its key holds (or other things beside
+            -- it), or refines its value (London, then Hackney, East London):
+            -- decided on the evidence below, the old fact kept.
+            v_id := null;
+            v_old_content := null;
         else
+            v_id := null;
+            v_old_content := null;
             -- A fact that arrives late (an import, a second worker) and is
             -- older than the active one for its key is history: it is stored
             -- already superseded by the newer fact, never over it.
@@ -316,12 +363,12 @@ begin
             order by m.valid_from, m.memory_id
             limit 1;
             if found then
-                action := pgmem._write_action(p_settings, false, 'newer', null);
+                action := pgmem._write_action(p_settings, false, 'newer', null, null);
                 related_id := v_newer_id;
                 similarity := (1 - (v_old_embedding OPERATOR(public.<=>) p_embedding))::real;
             end if;
         end if;
-        if v_id is null and action is null then
+        if v_id is null and action is null and not coalesce(v_key_same or v_refines = 'around', false) then
             with closed as (
                 update pgmem.memories as m
                 set status = 'superseded',
@@ -339,11 +386,12 @@ begin
             into v_superseded, v_old_embedding
             from closed as c;
             if v_superseded is not null then
-                action := pgmem._write_action(p_settings, false, 'other', null);
+                action := pgmem._write_action(p_settings, false, 'other', null, null);
                 related_id := v_superseded[1];
                 similarity := (1 - (v_old_embedding OPERATOR(public.<=>) p_embedding))::real;
             end if;
         end if;
+        v_covered := null;
     end if;
 
     -- 3b. Contradictions (13_conflict.sql), before duplicates: a near-duplicate
@@ -351,7 +399,7 @@ begin
     -- One scan of the subject (pgmem._neighbours) gives the contradiction
     -- candidates and the nearest row of step 4, which reads the subject as
     -- step 3b left it: step 4 runs only when 3b changed nothing.
-    if v_id is null and (action is null or action = 'superseded')
+    if v_id is null and p_source <> 'turn' and (action is null or action = 'superseded')
        and (p_check_conflicts or (action is null and p_embedding is not null)) then
         for v_conflict in
             select c.*
@@ -420,7 +468,7 @@ begin
             select coalesce(v_superseded, '{}') || pg_catalog.array_agg(c.memory_id order by c.memory_id desc)
             into v_superseded
             from closed as c;
-            action := pgmem._write_action(p_settings, false, 'other', null);
+            action := pgmem._write_action(p_settings, false, 'other', null, null);
         elsif action is null then
             related_id := null;
             similarity := null;
@@ -429,11 +477,22 @@ begin
 
     -- 4./5. Nearest active memory of the subject by cosine similarity (exact,
     -- from the scan above; a degenerate NaN distance is no match).
-    if v_id is null and action is null and p_embedding is not null then
+    if v_id is null and action is null and p_embedding is not null and p_source <> 'turn'
+       and not coalesce(v_near_id = any (p_not_near), false) then
         v_id := v_near_id;
         v_old_content := v_near_content;
         v_sim := v_near_sim;
-        action := pgmem._write_action(p_settings, false, null, v_sim);
+        if v_sim >= p_settings.merge_threshold then
+            -- The evidence beside similarity (pgmem._covers), for a close row only.
+            select pgmem._coverage(coalesce(p_terms, pgmem._conflict_terms(p_content)),
+                                   coalesce(p_marks, pgmem._conflict_marks(p_content)),
+                                   coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)),
+                                   coalesce(m.conflict_marks, pgmem._conflict_marks(m.content)))
+            into v_covered
+            from pgmem.memories as m
+            where m.tenant_id = p_tenant and m.memory_id = v_near_id;
+        end if;
+        action := pgmem._write_action(p_settings, false, null, v_sim, v_covered);
         if action = 'deduplicated' then
             similarity := v_sim;
         else
@@ -555,8 +614,8 @@ $$;
 
 comment on function pgmem._remember_decide(text, pgmem.settings, text, text, text[], public.vector, text, real, text,
                                             text, text, text, text, text, jsonb, timestamptz, timestamptz, real,
-                                            timestamptz, boolean, text[], text[]) is
-    'Core of pgmem.remember for checked, redacted input whose subject is locked: reinforce, supersede, deduplicate, insert for merge or insert, with events; p_terms and p_marks are the content''s contradiction features when the caller has them (internal).';
+                                            timestamptz, boolean, text[], text[], bigint[]) is
+    'Core of pgmem.remember for checked, redacted input whose subject is locked: reinforce, supersede, deduplicate, insert for merge or insert, with events; p_terms and p_marks are the content''s contradiction features when the caller has them; p_not_near rows are never its duplicate or merge (internal).';
 
 create or replace function pgmem._reject(
     p_tenant text,
@@ -639,7 +698,7 @@ declare
     v_terms text[];
     v_marks text[];
 begin
-    select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant;
+    v_settings := pgmem._write_settings(v_tenant);
     if p_embedding is not null then
         -- A vector argument works too (pgvector casts vector to real[]).
         select e.dims, e.finite, e.norm into v_dims, v_finite, v_norm from pgmem._embedding_stats(p_embedding) as e;

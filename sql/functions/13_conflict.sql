@@ -32,7 +32,7 @@ as $$
 $$;
 
 comment on function pgmem._default_confidence(pgmem.settings, text) is
-    'The confidence of a fact whose writer gave none: settings.confidence_rule for rule extraction, confidence_llm for an LLM fact without a self-rating, 1 for sql, manual and import (internal).';
+    'The confidence of a fact whose writer gave none: settings.confidence_rule for rule extraction, confidence_llm for an LLM fact without a self-rating, 1 for sql, manual, import and turn (the user''s own words) (internal).';
 
 create or replace function pgmem._default_expiry(p_settings pgmem.settings, p_kind text, p_valid_from timestamptz)
 returns timestamptz
@@ -229,6 +229,75 @@ $$;
 
 comment on function pgmem._terms_alike(text[], text[], integer) is
     'Whether two term sets say the same thing: equal, or one within the other with at least p_min terms and at most two more (internal).';
+
+-- Evidence for a duplicate, beside similarity: cosine alone cannot tell "likes
+-- tea" from "likes coffee" (multilingual-e5-small scores them 0.93). One
+-- statement covers another when it holds each of the other's terms (English
+-- stems, CJK bigrams, numbers: pgmem._conflict_terms) with the same polarity,
+-- and says "now" or "no longer" if the other does: dropping the covered one
+-- then loses no word of what was said.
+create or replace function pgmem._covers(p_terms text[], p_marks text[], p_other_terms text[], p_other_marks text[])
+returns boolean
+language sql
+immutable parallel safe
+security invoker
+as $$
+    -- No SET clause and qualified operators: inlined where it is called.
+    select coalesce(pg_catalog.cardinality(p_other_terms) operator(pg_catalog.>) 0
+                    and p_terms operator(pg_catalog.@>) p_other_terms
+                    and ('negative' operator(pg_catalog.=) any (p_marks))
+                        operator(pg_catalog.=) ('negative' operator(pg_catalog.=) any (p_other_marks))
+                    and (not 'change' operator(pg_catalog.=) any (p_other_marks)
+                         or 'change' operator(pg_catalog.=) any (p_marks)),
+                    false)
+$$;
+
+comment on function pgmem._covers(text[], text[], text[], text[]) is
+    'Whether a statement (its pgmem._conflict_terms and _conflict_marks) says all another does: every term of the other, the same polarity, a change marker if the other has one (internal).';
+
+-- Whether the slot value p_part is part of p_whole ("London" of "Hackney,
+-- East London", 北京 of 北京海淀区五道口附近, "Dishoom" of "Dishoom in
+-- Covent Garden"): whole words for spaced text, characters for CJK.
+create or replace function pgmem._value_within(p_part text, p_whole text)
+returns boolean
+language sql
+immutable strict parallel safe
+security invoker
+as $$
+    -- No SET clause and qualified operators: inlined where it is called.
+    select pgmem._normalize(p_part) operator(pg_catalog.<>) ''
+           and pgmem._normalize(p_part) operator(pg_catalog.<>) pgmem._normalize(p_whole)
+           and case when pgmem._normalize(p_part) operator(pg_catalog.~) '[\u3400-\u9fff]'
+                    then pg_catalog.strpos(pgmem._normalize(p_whole), pgmem._normalize(p_part))
+                         operator(pg_catalog.>) 0
+                    else pg_catalog.strpos(' ' operator(pg_catalog.||) pgmem._normalize(p_whole)
+                                               operator(pg_catalog.||) ' ',
+                                           ' ' operator(pg_catalog.||) pgmem._normalize(p_part)
+                                               operator(pg_catalog.||) ' ') operator(pg_catalog.>) 0
+               end
+$$;
+
+comment on function pgmem._value_within(text, text) is
+    'Whether slot value p_part is a proper part of p_whole once normalized: whole words, or characters for CJK text (internal; a refined slot value is no contradiction).';
+
+
+create or replace function pgmem._coverage(p_new_terms text[], p_new_marks text[], p_old_terms text[],
+                                           p_old_marks text[])
+returns text
+language sql
+immutable parallel safe
+security invoker
+as $$
+    -- No SET clause and qualified operators: inlined where it is called.
+    select case when pgmem._covers(p_old_terms, p_old_marks, p_new_terms, p_new_marks)
+                then case when pgmem._covers(p_new_terms, p_new_marks, p_old_terms, p_old_marks) then 'both'
+                          else 'old' end
+                when pgmem._covers(p_new_terms, p_new_marks, p_old_terms, p_old_marks) then 'new'
+           end
+$$;
+
+comment on function pgmem._coverage(text[], text[], text[], text[]) is
+    'Which of a new and a stored statement covers the other (pgmem._covers): both, old (the stored one says all the new one does), new, or NULL for neither (internal).';
 
 create or replace function pgmem._conflict_pattern(p_category text)
 returns text
@@ -609,8 +678,9 @@ declare
     v_others boolean := pg_catalog.cardinality(p_probes) > 1;
 begin
     perform pgmem._plan_per_call_on_citus();
-    -- What a write must know of its subject's active memories, for each new
-    -- fact (probe) at once, from one read of the subject (an exact scan, as
+    -- What a write must know of its subject's active memories (but the
+    -- stated turns, source 'turn', which only an exact re-send matches),
+    -- for each new fact (probe) at once, from one read of the subject (an exact scan, as
     -- a subject holds at most capacity_per_subject rows):
     --  * nearest: its nearest row by cosine (the duplicate and merge check;
     --    a degenerate NaN distance is no match), whatever the similarity;
@@ -640,7 +710,8 @@ begin
         -- distance to it, not their vectors: ~0.6 ms less to keep and read
         -- back at 1,000 rows.
         subject_rows as materialized (
-            select m.memory_id, m.embedding OPERATOR(public.<=>) v_first as first_distance,
+            select m.memory_id, m.source = 'turn' as episode,
+                   m.embedding OPERATOR(public.<=>) v_first as first_distance,
                    case when v_others then m.embedding end as embedding,
                    coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)) as terms,
                    coalesce(m.conflict_marks, pgmem._conflict_marks(m.content)) as marks
@@ -678,6 +749,9 @@ begin
                                               else r.embedding OPERATOR(public.<=>) p.embedding end as distance,
                                          r.terms, r.marks
                                   from subject_rows as r
+                                  -- A stated turn is the record: no fact is its
+                                  -- duplicate, merge or contradiction.
+                                  where not r.episode
                                   offset 0) as x
                             order by x.distance, case when x.distance is null then -x.memory_id else x.memory_id end
                             offset 0) as o) as s
@@ -707,7 +781,7 @@ end
 $$;
 
 comment on function pgmem._neighbours(text, pgmem.settings, text, pgmem.write_probe[]) is
-    'For each new fact of p_probes, from one scan of the subject''s active memories: its nearest row by cosine (nearest = true, any similarity), and for probes with check_conflicts its close neighbours (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most pgmem._contradiction_candidates(), nearest first) with the contradiction rule each breaks, NULL for none; every row also gives the subject''s count of active rows (internal; the caller holds the subject''s lock).';
+    'For each new fact of p_probes, from one scan of the subject''s active memories but its stated turns (source turn): its nearest row by cosine (nearest = true, any similarity), and for probes with check_conflicts its close neighbours (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most pgmem._contradiction_candidates(), nearest first) with the contradiction rule each breaks, NULL for none; every row also gives the subject''s count of active rows (internal; the caller holds the subject''s lock).';
 
 create or replace function pgmem._queue_judge(
     p_tenant text,
@@ -908,8 +982,21 @@ begin
     if v_stored.memory_id is null or v_new.memory_id is null then
         raise exception 'no memory % or %', p_stored_id, p_new_id using errcode = 'PM022';
     end if;
-    -- The newer statement (valid time, then write order) wins, as a
-    -- supersession would, unless the confidence rule holds it back.
+    -- Without a model to write one text for both, only a statement that
+    -- says all the other does may stand for it (pgmem._covers); when
+    -- neither does, both stay (NULL).
+    case pgmem._coverage(coalesce(v_new.conflict_terms, pgmem._conflict_terms(v_new.content)),
+                         coalesce(v_new.conflict_marks, pgmem._conflict_marks(v_new.content)),
+                         coalesce(v_stored.conflict_terms, pgmem._conflict_terms(v_stored.content)),
+                         coalesce(v_stored.conflict_marks, pgmem._conflict_marks(v_stored.content)))
+        when 'new' then return p_new_id;
+        when 'old' then return p_stored_id;
+        when 'both' then null;
+        else return null;
+    end case;
+    -- Each says all the other does: the newer statement (valid time, then
+    -- write order) wins, as a supersession would, unless the confidence rule
+    -- holds it back.
     if (v_new.valid_from, v_new.memory_id) > (v_stored.valid_from, v_stored.memory_id)
        and pgmem._may_supersede(v_settings, v_stored.confidence, v_new.confidence) then
         return p_new_id;
@@ -924,4 +1011,4 @@ end
 $$;
 
 comment on function pgmem.merge_keeper(bigint, bigint) is
-    'Which of two near-duplicates a merge without an LLM keeps as it is: the newer one (valid_from, then id) when pgmem._may_supersede lets it replace the other, else the surer one. PM022 for an unknown id.';
+    'Which of two near-duplicates a merge without an LLM keeps as it is: the one that says all the other does (pgmem._covers); when each covers the other, the newer one (valid_from, then id) if pgmem._may_supersede lets it replace the other, else the surer one; NULL when neither covers the other (keep both). PM022 for an unknown id.';

@@ -35,12 +35,14 @@ declare
     v_terms text[];
     v_marks text[];
     v_item record;
+    v_link_from bigint[];
+    v_link_to bigint[];
     v_keys constant text[] := array['subject', 'content', 'embedding', 'kind', 'importance', 'triple_subject',
                                     'triple_predicate', 'triple_object', 'session_id', 'agent_id', 'source',
                                     'metadata', 'valid_from', 'rejected', 'confidence', 'expires_at',
-                                    'check_conflicts'];
+                                    'check_conflicts', 'derived_from'];
 begin
-    select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant;
+    v_settings := pgmem._write_settings(v_tenant);
     if p_items is null or pg_catalog.jsonb_typeof(p_items) <> 'array' then
         raise exception 'p_items must be a JSON array of objects'
             using errcode = 'PM021',
@@ -58,7 +60,8 @@ begin
            pg_catalog.jsonb_typeof(e.v -> 'importance') as importance_type,
            pg_catalog.jsonb_typeof(e.v -> 'rejected') as rejected_type,
            t.bad_confidence, t.bad_expiry,
-           pg_catalog.jsonb_typeof(e.v -> 'check_conflicts') as check_type
+           pg_catalog.jsonb_typeof(e.v -> 'check_conflicts') as check_type,
+           t.bad_derived
     into v_bad
     from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
     cross join lateral (
@@ -69,7 +72,16 @@ begin
                coalesce(pg_catalog.jsonb_typeof(e.v -> 'expires_at') not in ('string', 'null')
                         or (pg_catalog.jsonb_typeof(e.v -> 'expires_at') = 'string'
                             and pgmem._timestamptz_or_null(e.v ->> 'expires_at') is null),
-                        false) as bad_expiry) as t
+                        false) as bad_expiry,
+               -- derived_from: the items of this batch it was extracted from
+               coalesce(pg_catalog.jsonb_typeof(e.v -> 'derived_from') not in ('array', 'null')
+                        or (pg_catalog.jsonb_typeof(e.v -> 'derived_from') = 'array'
+                            and exists (select from pg_catalog.jsonb_array_elements(e.v -> 'derived_from') as d(v)
+                                        where pg_catalog.jsonb_typeof(d.v) <> 'number'
+                                           or d.v::text !~ '^[0-9]+$'
+                                           or d.v::text::numeric not between 1 and v_n
+                                           or d.v::text::numeric = e.i)),
+                        false) as bad_derived) as t
     where pg_catalog.jsonb_typeof(e.v) <> 'object'
        or exists (select from pg_catalog.jsonb_object_keys(e.v) as k(key) where k.key <> all (v_keys))
        or pg_catalog.jsonb_typeof(e.v -> 'embedding') not in ('array', 'string', 'null')
@@ -81,6 +93,7 @@ begin
        or pg_catalog.jsonb_typeof(e.v -> 'rejected') not in ('string', 'null')
        or t.bad_confidence or t.bad_expiry
        or pg_catalog.jsonb_typeof(e.v -> 'check_conflicts') not in ('boolean', 'null')
+       or t.bad_derived
     order by e.i
     limit 1;
     if found then
@@ -103,6 +116,10 @@ begin
         elsif v_bad.check_type not in ('boolean', 'null') then
             raise exception 'p_items[%].check_conflicts must be true or false', v_bad.i
                 using errcode = 'PM021', hint = 'Leave it out (or null) to check contradictions, as remember does.';
+        elsif v_bad.bad_derived then
+            raise exception 'p_items[%].derived_from must be a JSON array of other item numbers (1 to %)', v_bad.i, v_n
+                using errcode = 'PM021',
+                      hint = 'e.g. [1]: this fact was extracted from item 1, the turn it was said in.';
         elsif v_bad.rejected_type not in ('string', 'null') then
             raise exception 'p_items[%].rejected must be a string: the reason the caller refused the text', v_bad.i
                 using errcode = 'PM021', hint = 'Leave it out (or null) to let pgmem''s own rules decide.';
@@ -214,6 +231,7 @@ begin
         exact_id bigint,                   -- active row with the same content
         near_id bigint,                    -- nearest active row within merge_threshold
         near_similarity real,
+        near_covered text,                 -- pgmem._coverage of the item and its near row
         conflicted boolean not null default false,  -- pgmem._neighbours found a contradiction or a question
         subject_rows integer,              -- the subject's active rows as pgmem._neighbours read them
         meets_batch boolean not null default false,
@@ -300,16 +318,26 @@ begin
                                                       or (v_settings.judge_conflicts
                                                           and n.similarity >= v_settings.conflict_threshold))),
                               false) as conflicted
-              from (select distinct c.subject from pg_temp._pgmem_batch as c where c.rejected_rule is null) as s
+              from (select distinct c.subject from pg_temp._pgmem_batch as c
+                    where c.rejected_rule is null and c.source <> 'turn') as s
               cross join lateral pgmem._neighbours(
                   v_tenant, v_settings, s.subject,
                   array(select row(x.item, x.content, x.embedding, x.valid_from, x.conflict_terms, x.conflict_marks,
                                    x.check_conflicts)::pgmem.write_probe
                         from pg_temp._pgmem_batch as x
-                        where x.subject = s.subject and x.rejected_rule is null
+                        where x.subject = s.subject and x.rejected_rule is null and x.source <> 'turn'
                         order by x.item)) as n
               group by n.item) as n
         where n.item = b.item;
+
+        -- The evidence beside similarity (pgmem._covers), for close rows only.
+        update pg_temp._pgmem_batch as b
+        set near_covered = pgmem._coverage(coalesce(b.conflict_terms, pgmem._conflict_terms(b.content)),
+                                           coalesce(b.conflict_marks, pgmem._conflict_marks(b.content)),
+                                           coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)),
+                                           coalesce(m.conflict_marks, pgmem._conflict_marks(m.content)))
+        from pgmem.memories as m
+        where b.near_id is not null and m.tenant_id = v_tenant and m.memory_id = b.near_id;
 
         -- Two items can only contradict if they share a term or an attribute,
         -- and one is negated or says "now", or both name an antonym pair, or
@@ -324,7 +352,7 @@ begin
                        as antonyms,
                    'digits' = any (x.conflict_marks) and x.conflict_marks && array['quantity', 'change'] as digits
             from pg_temp._pgmem_batch as x
-            where x.rejected_rule is null and x.check_conflicts
+            where x.rejected_rule is null and x.check_conflicts and x.source <> 'turn'
         )
         update pg_temp._pgmem_batch as b
         set meets_batch = true
@@ -335,11 +363,11 @@ begin
                              from pg_temp._pgmem_batch as n
                              join pg_temp._pgmem_batch as o
                                on o.subject = n.subject and o.item <> n.item and o.rejected_rule is null
-                              and o.embedding is not null
+                              and o.embedding is not null and o.source <> 'turn'
                               and (1 - (o.embedding OPERATOR(public.<=>) n.embedding))::real
                                   >= v_settings.merge_threshold
                               and (o.embedding OPERATOR(public.<=>) n.embedding) <> 'NaN'::double precision
-                             where n.rejected_rule is null and n.embedding is not null)
+                             where n.rejected_rule is null and n.embedding is not null and n.source <> 'turn')
                -- its triple key is active already: reinforce or supersede
                or (b.triple_predicate is not null
                    and exists (select from pgmem.memories as m
@@ -396,7 +424,8 @@ begin
             similarity = case d.action when 'reinforced' then 1 when 'inserted' then null else b.near_similarity end
         from pg_temp._pgmem_batch as x
         cross join lateral (
-            select pgmem._write_action(v_settings, x.exact_id is not null, null, x.near_similarity) as action) as d
+            select pgmem._write_action(v_settings, x.exact_id is not null, null, x.near_similarity, x.near_covered)
+                       as action) as d
         where x.item = b.item and b.rejected_rule is null and not b.meets_batch;
 
         update pgmem.memories as m
@@ -503,6 +532,25 @@ begin
         where b.item = v_item.item;
     end loop;
 
+    -- Provenance: each stored fact derived_from the items (its stated turn)
+    -- it was extracted from, whatever each was decided to be. The pairs are
+    -- read from the batch first: Citus plans no INSERT that reads this
+    -- session's temporary table (docs/scaling.md).
+    select pg_catalog.array_agg(f.memory_id), pg_catalog.array_agg(t.memory_id)
+    into v_link_from, v_link_to
+    from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
+    cross join lateral pg_catalog.jsonb_array_elements_text(e.v -> 'derived_from') as d(item)
+    join pg_temp._pgmem_batch as f on f.item = e.i
+    join pg_temp._pgmem_batch as t on t.item = d.item::integer
+    where pg_catalog.jsonb_typeof(e.v -> 'derived_from') = 'array'
+      and f.memory_id is not null and t.memory_id is not null and f.memory_id <> t.memory_id;
+    if v_link_from is not null then
+        insert into pgmem.memory_links (tenant_id, from_id, to_id, link_type, created_at)
+        select distinct v_tenant, l.from_id, l.to_id, 'derived_from', v_now
+        from rows from (pg_catalog.unnest(v_link_from), pg_catalog.unnest(v_link_to)) as l(from_id, to_id)
+        on conflict do nothing;
+    end if;
+
     return query
         select b.item, b.action, b.memory_id, b.related_id, b.similarity
         from pg_temp._pgmem_batch as b
@@ -511,5 +559,5 @@ end
 $$;
 
 comment on function pgmem.remember_many(jsonb, text, timestamptz) is
-    'Bulk pgmem.remember: p_items is a JSON array of objects with the keys subject (default p_subject), content, embedding (JSON array of numbers or a vector literal string ''[0.1,…]'', the faster form), kind, importance, triple_subject, triple_predicate, triple_object, session_id, agent_id, source, metadata, valid_from, confidence (0..1; default by source), expires_at (default valid_from + settings.ttl_<kind>), check_conflicts (default true; false for an explicit key-value write that must not retire other facts), rejected (a caller''s reason to refuse the text: recorded as a content-free reject event, like text pgmem''s own rules reject). Same decisions as remember; one result row per item (item counts from 1). Plainly new items are inserted set-based. Needs the TEMPORARY privilege on the database.';
+    'Bulk pgmem.remember: p_items is a JSON array of objects with the keys subject (default p_subject), content, embedding (JSON array of numbers or a vector literal string ''[0.1,…]'', the faster form), kind, importance, triple_subject, triple_predicate, triple_object, session_id, agent_id, source, metadata, valid_from, confidence (0..1; default by source), expires_at (default valid_from + settings.ttl_<kind>), check_conflicts (default true; false for an explicit key-value write that must not retire other facts), derived_from (item numbers of this batch the fact was extracted from, usually its stated turn: a derived_from link each), rejected (a caller''s reason to refuse the text: recorded as a content-free reject event, like text pgmem''s own rules reject). Same decisions as remember; one result row per item (item counts from 1). Plainly new items are inserted set-based. Needs the TEMPORARY privilege on the database.';
 

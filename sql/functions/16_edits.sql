@@ -205,18 +205,32 @@ begin
     if v_row.status = 'deleted' then
         return false;
     end if;
-    update pgmem.memories as m
-    set status = 'deleted', status_changed_at = v_now, updated_at = v_now
-    where m.tenant_id = v_row.tenant_id and m.memory_id = v_row.memory_id;
+    -- A fact and the stated turn it came from say the same: forgetting one
+    -- forgets the other too (pgmem._provenance_kin), or the turn would
+    -- still tell what the user asked to forget.
+    with gone as (
+        update pgmem.memories as m
+        set status = 'deleted', status_changed_at = v_now, updated_at = v_now
+        where m.tenant_id = v_row.tenant_id and m.status <> 'deleted'
+          and (m.memory_id = v_row.memory_id
+               or m.memory_id in (select pgmem._provenance_kin(v_row.tenant_id, v_row.memory_id)))
+        returning m.memory_id, m.subject,
+                  (select o.status from pgmem.memories as o
+                   where o.tenant_id = m.tenant_id and o.memory_id = m.memory_id) as previous_status
+    )
     insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
-    values (v_row.tenant_id, v_row.memory_id, v_row.subject, 'delete',
-            pg_catalog.jsonb_build_object('previous_status', v_row.status), v_now);
+    select v_row.tenant_id, g.memory_id, g.subject, 'delete',
+           pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+               'previous_status', g.previous_status,
+               'with', case when g.memory_id <> v_row.memory_id then v_row.memory_id end)),
+           v_now
+    from gone as g;
     return true;
 end
 $$;
 
 comment on function pgmem.forget(bigint, timestamptz) is
-    'Soft-deletes a memory (status deleted; recall no longer returns it, history keeps it). Returns false if it was deleted already; PM022 for an id this tenant does not have. To remove data for good use pgmem.erase_subject.';
+    'Soft-deletes a memory (status deleted; recall no longer returns it, history keeps it), and with it the stated turn it was extracted from or the facts extracted from it (derived_from links), each with its own delete event. Returns false if it was deleted already; PM022 for an id this tenant does not have. To remove data for good use pgmem.erase_subject.';
 
 create or replace function pgmem.pin(p_memory_id bigint, p_pinned boolean default true, p_now timestamptz default null)
 returns boolean

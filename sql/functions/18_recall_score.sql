@@ -251,8 +251,8 @@ begin
       and (m.expires_at is null or m.expires_at > p_now)
       and (p_kinds is null or m.kind = any(p_kinds))
       and (p_session_id is null or m.session_id = p_session_id)
-      and (p_since is null or m.created_at >= p_since)
-      and (p_until is null or m.created_at < p_until)
+      and (p_since is null or m.valid_from >= p_since)
+      and (p_until is null or m.valid_from < p_until)
       and (p_metadata is null or m.metadata @> p_metadata)
       and (p_agent_id is null or m.agent_id = p_agent_id);
 end
@@ -262,3 +262,30 @@ comment on function pgmem._recall_rows(text, pgmem.settings, text[], bigint[], r
                                        timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb,
                                        text, text[], double precision[]) is
     'Internal to recall: the given memories that are visible and pass the filters, with their score parts (see sql/functions/20_recall.sql, step 2).';
+
+-- A fact and the stated turn it was extracted from hold the same
+-- information: recall shows the better ranked of the two, never both. The
+-- rows a row is so linked to (derived_from, either way), but not an
+-- insight's links to its sources, which summarise many turns.
+create or replace function pgmem._provenance_kin(p_tenant text, p_memory_id bigint)
+returns setof bigint
+language sql
+stable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select l.to_id
+    from pgmem.memory_links as l
+    join pgmem.memories as m on m.tenant_id = l.tenant_id and m.memory_id = l.from_id
+    where l.tenant_id = p_tenant and l.from_id = p_memory_id and l.link_type = 'derived_from'
+      and not m.metadata ? 'consolidated_from'
+    union all
+    select l.from_id
+    from pgmem.memory_links as l
+    join pgmem.memories as m on m.tenant_id = l.tenant_id and m.memory_id = l.from_id
+    where l.tenant_id = p_tenant and l.to_id = p_memory_id and l.link_type = 'derived_from'
+      and not m.metadata ? 'consolidated_from'
+$$;
+
+comment on function pgmem._provenance_kin(text, bigint) is
+    'The memories p_memory_id is linked derived_from to or from (a fact and its stated turn), insights'' links to their sources aside; recall shows only the better ranked of such a pair (internal).';

@@ -26,9 +26,10 @@
 --            + w_recency·recency + w_access·access_boost  (tenant settings),
 --      each part one inlined function (18_recall_score.sql). An exact scan
 --      reads every part of every candidate already, so without MMR it
---      scores them there and step 2 reads whole rows for the k best only;
+--      scores them there and step 2 reads whole rows for the 2k best only;
 --   3. the k best by score (or by MMR when a λ is given) at or above the
---      minimum score: the direct hits (hops = 0);
+--      minimum score, a fact and the stated turn it came from counted once
+--      (the better ranked; pgmem._provenance_kin): the direct hits (hops = 0);
 --   4. ripple (hops 1-3): memories linked to the hits (memory_links, both
 --      directions, any link type) inherit the relevance of the memory they
 --      were reached from times the link weight, and their whole score is
@@ -270,7 +271,8 @@ begin
 
     if v_lexemes is not null or v_exact then
         if p_mmr_lambda is null and (v_exact or p_embedding is null) then
-            v_best := p_k;
+            -- Twice k: room for the rows a fact and its turn collapse to one.
+            v_best := 2 * p_k;
         end if;
         -- One pass over the subject's rows (btree memories_subject) yields
         --   * the nearest rows, exactly (HNSW found them above for a subject
@@ -294,8 +296,8 @@ begin
                        and (m.expires_at is null or m.expires_at > v_now)
                        and (p_kinds is null or m.kind = any(p_kinds))
                        and (p_session_id is null or m.session_id = p_session_id)
-                       and (p_since is null or m.created_at >= p_since)
-                       and (p_until is null or m.created_at < p_until)
+                       and (p_since is null or m.valid_from >= p_since)
+                       and (p_until is null or m.valid_from < p_until)
                        and (p_metadata is null or m.metadata @> p_metadata)
                        and (p_agent_id is null or m.agent_id = p_agent_id) as visible,
                    case when v_exact then m.embedding operator(public.<=>) v_query end as distance,
@@ -390,17 +392,24 @@ begin
         -- Steps 2 and 3 alone, the usual call: the statement below also
         -- sets up the MMR and ripple CTEs, which have nothing to do here.
         return query
-        select r.memory_id, r.content, r.kind, s.score, r.relevance, r.importance, r.recency, r.access_boost,
+        with scored as materialized (
+            select r.*, pgmem._score(v_settings, r.relevance, r.base_score) as score
+            from pgmem._recall_rows(v_tenant, v_settings, v_subjects, v_ids, v_text, v_query,
+                                    v_now, v_at,
+                                    p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id,
+                                    v_kinds, v_half_life_seconds) as r
+        )
+        select r.memory_id, r.content, r.kind, r.score, r.relevance, r.importance, r.recency, r.access_boost,
                r.similarity, r.text_match, 0, null::bigint, null::text,
                r.session_id, r.status, r.pinned, r.access_count, r.last_accessed_at, r.created_at,
                r.valid_from, r.valid_to, r.metadata, r.subject
-        from pgmem._recall_rows(v_tenant, v_settings, v_subjects, v_ids, v_text, v_query,
-                                v_now, v_at,
-                                p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id,
-                                v_kinds, v_half_life_seconds) as r
-        cross join lateral (select pgmem._score(v_settings, r.relevance, r.base_score) as score) as s
-        where s.score >= coalesce(p_min_score, 0)::real
-        order by s.score desc, r.memory_id desc
+        from scored as r
+        where r.score >= coalesce(p_min_score, 0)::real
+          -- a fact and its stated turn: the better ranked alone
+          and not exists (select from scored as o
+                          where o.memory_id in (select pgmem._provenance_kin(v_tenant, r.memory_id))
+                            and (o.score, o.memory_id) > (r.score, r.memory_id))
+        order by r.score desc, r.memory_id desc
         limit p_k;
         return;
     end if;
@@ -418,6 +427,10 @@ begin
         select d.*, pg_catalog.row_number() over (order by d.score desc, d.memory_id desc) as rank
         from direct as d
         where d.score >= coalesce(p_min_score, 0)::real
+          -- a fact and its stated turn: the better ranked alone
+          and not exists (select from direct as o
+                          where o.memory_id in (select pgmem._provenance_kin(v_tenant, d.memory_id))
+                            and (o.score, o.memory_id) > (d.score, d.memory_id))
     ),
     -- Maximal marginal relevance (Carbonell & Goldstein 1998), greedily:
     -- next = argmax λ·score − (1 − λ)·max cosine similarity to those picked.
@@ -648,7 +661,7 @@ comment on function pgmem.recall(text, text, public.vector, integer, text[], tex
     'Ranks a subject''s memories for a query text and/or embedding: the k best (score = w_relevance·relevance + '
     'w_importance·importance + w_recency·recency + w_access·access_boost, weights from the tenant''s settings), '
     'each with its score parts, plus up to min(k, settings.ripple_limit) memories linked to them when p_hops > 0 (hops, via_memory_id, via_link; '
-    'score damped by ripple_damping per hop). Filters: p_kinds, p_session_id, created_at in [p_since, p_until), '
+    'score damped by ripple_damping per hop). Filters: p_kinds, p_session_id, valid_from (the event time) in [p_since, p_until), '
     'metadata @> p_metadata, score >= p_min_score; p_as_of returns what was valid then, superseded facts included. '
     'p_mmr_lambda (0..1) picks a diverse set (maximal marginal relevance). Returned memories are reinforced '
     '(access_count + 1, last access = p_now) unless p_reinforce => false; access_count and last_accessed_at are '

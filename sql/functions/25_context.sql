@@ -118,5 +118,5 @@ comment on function pgmem.context(text, text, public.vector, integer, integer, t
     '(estimated: 1 token per CJK character, 1 per 4 other characters). With p_hops > 0 the memories linked to '
     'those (at most settings.ripple_limit) follow in their own section, "Related (linked to the memories above)". '
     'Only the memories in the block are reinforced. '
-    'p_since/p_until (created_at window), p_agent_id and p_shared_subjects as in pgmem.recall; a shared subject''s '
+    'p_since/p_until (a valid_from window: the event time), p_agent_id and p_shared_subjects as in pgmem.recall; a shared subject''s '
     'line reads "- [date] (subject) content".';

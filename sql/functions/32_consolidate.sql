@@ -39,8 +39,9 @@
 --      known fact), links it derived_from each source, and lowers the
 --      sources' importance by consolidate_importance, or archives them when
 --      consolidate_sources = 'archive'.
---   An episode with a derived_from link into it is consolidated: no later
---   run takes it again.
+--   An episode with a derived_from link into it from an insight is
+--   consolidated: no later run takes it again. (The facts extracted from a
+--   stated turn link derived_from it too; they consolidate nothing.)
 --
 -- Error codes: PM062 bad consolidate arguments (unknown method, no sources,
 -- the same source twice); PM011/PM012/PM015-PM017 as remember.
@@ -195,7 +196,9 @@ begin
       and not m.pinned
       and m.created_at <= p_now - p_settings.consolidate_after
       and not exists (select from pgmem.memory_links as l
-                      where l.tenant_id = p_tenant and l.to_id = m.memory_id and l.link_type = 'derived_from');
+                      join pgmem.memories as i on i.tenant_id = l.tenant_id and i.memory_id = l.from_id
+                      where l.tenant_id = p_tenant and l.to_id = m.memory_id and l.link_type = 'derived_from'
+                        and i.metadata ? 'consolidated_from');
 end
 $$;
 
@@ -330,7 +333,7 @@ begin
         raise exception 'pgmem.consolidate needs distinct source memory ids, not %', coalesce(p_source_ids::text, 'NULL')
             using errcode = 'PM062', hint = 'Pass the memory_ids of a row of pgmem.consolidation_clusters().';
     end if;
-    select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant;
+    v_settings := pgmem._write_settings(v_tenant);
     if p_embedding is not null then
         select e.dims, e.finite, e.norm into v_dims, v_finite, v_norm from pgmem._embedding_stats(p_embedding) as e;
     end if;
@@ -350,7 +353,9 @@ begin
           for no key update) as m
     where m.subject = p_subject and m.status = 'active' and m.kind = 'episodic'
       and not exists (select from pgmem.memory_links as l
-                      where l.tenant_id = v_tenant and l.to_id = m.memory_id and l.link_type = 'derived_from');
+                      join pgmem.memories as i on i.tenant_id = l.tenant_id and i.memory_id = l.from_id
+                      where l.tenant_id = v_tenant and l.to_id = m.memory_id and l.link_type = 'derived_from'
+                        and i.metadata ? 'consolidated_from');
     sources := pg_catalog.cardinality(p_source_ids);
     if v_valid <> pg_catalog.cardinality(p_source_ids) then
         action := 'skipped';
@@ -380,9 +385,10 @@ begin
                                 pgmem._default_confidence(v_settings, case p_method when 'llm' then 'llm' else 'rule' end),
                                 pgmem._default_expiry(v_settings, 'semantic', v_from),
                                 -- An insight restates its sources: it must not retire
-                                -- one of them as a contradiction before they are lowered.
-                                false) as d;
-    -- An insight that remember found to be one of its own sources covers the others.
+                                -- one of them as a contradiction before they are lowered,
+                                -- nor be folded into one of them.
+                                false, null, null, p_source_ids) as d;
+    -- Only a source said again word for word is the insight itself.
     v_sources := array(select s from pg_catalog.unnest(p_source_ids) as s where s <> insight_id);
 
     insert into pgmem.memory_links (tenant_id, from_id, to_id, link_type, created_at)
@@ -441,8 +447,9 @@ begin
             and m.status = 'active' and m.kind = 'episodic' and not m.pinned
             and m.created_at <= v_now - s.consolidate_after
             and not exists (select from pgmem.memory_links as l
+                            join pgmem.memories as i on i.tenant_id = l.tenant_id and i.memory_id = l.from_id
                             where l.tenant_id = m.tenant_id and l.to_id = m.memory_id
-                              and l.link_type = 'derived_from')
+                              and l.link_type = 'derived_from' and i.metadata ? 'consolidated_from')
           group by m.tenant_id, m.subject, s.consolidate_after, s.consolidate_min_sources
           having pg_catalog.count(*) >= s.consolidate_min_sources) as d
     where not exists (select from pgmem.inbox as i

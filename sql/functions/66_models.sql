@@ -380,3 +380,61 @@ $$;
 
 comment on function pgmem.reembed_status() is
     'The bound tenant''s embedding model, the model a running re-embed moves it to (NULL: none), memories with a vector, vectors staged, and the re-embed''s pending and failed jobs.';
+
+-- How alike two statements must be to be one, per embedding model: models
+-- spread similarities differently (multilingual-e5-small scores distinct
+-- facts about one person 0.84-0.93, all-MiniLM-L6-v2 at most ~0.6), so a
+-- threshold means nothing without its model. The values are the operating
+-- points `pgmem eval pairs` chose on the dev half of the labelled pair
+-- corpus (pgmem/lab/data/pairs.jsonl; docs/eval.md, "Write decisions"); a
+-- model not measured keeps 0.95 / 0.85. Similarity is only half of the
+-- decision: a duplicate or merge also needs one statement to say all the
+-- other does (pgmem._covers), which is why MiniLM, whose scores for
+-- Chinese pairs are low, can work from 0.63.
+create or replace function pgmem.model_thresholds(p_model text)
+returns table(duplicate_threshold real, merge_threshold real)
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- A model not measured keeps the values pgmem had before calibration.
+    select coalesce(t.duplicate_threshold, 0.95)::real, coalesce(t.merge_threshold, 0.85)::real
+    from (select) as one
+    left join (values ('multilingual-e5-small-q4', 0.88, 0.83),
+                      ('all-MiniLM-L6-v2', 0.63, 0.63)) as t(model, duplicate_threshold, merge_threshold)
+           on t.model = p_model
+$$;
+
+comment on function pgmem.model_thresholds(text) is
+    'The calibrated duplicate and merge thresholds (cosine similarity) of an embedding model, as `pgmem eval pairs` chose them on the dev half of pgmem''s labelled pair corpus; 0.95 and 0.85 for a model not measured. A tenant''s settings.duplicate_threshold / merge_threshold, when set, override them.';
+
+create or replace function pgmem._write_settings(p_tenant text)
+returns pgmem.settings
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_settings pgmem.settings;
+    v_model record;
+begin
+    select s.* into v_settings from pgmem.settings as s where s.tenant_id = p_tenant;
+    if v_settings.duplicate_threshold is null or v_settings.merge_threshold is null then
+        -- The tenant's model, else the one this transaction declared (the
+        -- first write of a tenant records it).
+        select t.* into v_model
+        from pgmem.model_thresholds(coalesce(v_settings.embedding_model,
+                                             nullif(pg_catalog.current_setting('pgmem.embedding_model', true), '')))
+             as t;
+        v_settings.duplicate_threshold := coalesce(v_settings.duplicate_threshold, v_model.duplicate_threshold);
+        v_settings.merge_threshold := least(coalesce(v_settings.merge_threshold, v_model.merge_threshold),
+                                            v_settings.duplicate_threshold);
+    end if;
+    return v_settings;
+end
+$$;
+
+comment on function pgmem._write_settings(text) is
+    'The settings row of p_tenant as the write path reads it: duplicate and merge thresholds left NULL take the values of the tenant''s embedding model (pgmem.model_thresholds) (internal).';
