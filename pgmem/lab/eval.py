@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg import sql
@@ -62,16 +62,19 @@ __all__ = [
     "Report",
     "Session",
     "Turn",
+    "TurnRow",
     "embed_by_length",
     "evaluate",
     "evaluated_questions",
     "hit_at",
     "ingest",
     "load_locomo",
+    "memory_dia_ids",
     "ndcg_at",
     "normalize_evidence",
     "parse_session_date",
     "probes",
+    "question_counts",
     "question_metrics",
     "question_period",
     "question_window",
@@ -79,8 +82,10 @@ __all__ = [
     "reciprocal_rank",
     "run_locomo",
     "scratch_database",
+    "session_id",
     "set_tenant_settings",
     "tenant_connection",
+    "turn_rows",
     "turn_vectors",
     "vector_text",
 ]
@@ -288,6 +293,23 @@ def evaluated_questions(conversation: Conversation) -> list[Question]:
 # ---------------------------------------------------------------------- metrics
 
 
+def memory_dia_ids(metadata: Mapping[str, Any] | None) -> list[str]:
+    """The turns a memory holds, from its metadata: ``dia_ids`` (what this module stores,
+    and what consolidation credits an insight with), then ``dia_id`` (the one id a turn
+    sent through the write path carries), each once.
+
+    >>> memory_dia_ids({"dia_id": "D1:3", "dia_ids": ["D1:3", "D2:5"]})
+    ['D1:3', 'D2:5']
+    """
+    if not metadata:
+        return []
+    listed = metadata.get("dia_ids")
+    ids = [str(i) for i in listed] if isinstance(listed, list) else []
+    if isinstance(metadata.get("dia_id"), str):
+        ids.append(metadata["dia_id"])
+    return list(dict.fromkeys(ids))
+
+
 def recall_at(retrieved: Sequence[Iterable[str]], evidence: Sequence[str], k: int) -> float:
     """Fraction of ``evidence`` among the dia_ids of the first ``k`` retrieved memories.
 
@@ -431,10 +453,24 @@ def session_id(conversation: Conversation, session: Session) -> str:
     return f"{conversation.sample_id}:session_{session.number}"
 
 
-def _turn_rows(conversations: Sequence[Conversation], *, captions: bool) -> list[tuple[Any, ...]]:
-    """The staging rows of every turn, in conversation, session and turn order."""
+class TurnRow(NamedTuple):
+    """One turn as it is stored: the staging row :func:`ingest` copies, and what
+    :mod:`pgmem.lab.write_path` sends through ``Memory.add``."""
+
+    subject: str  # the conversation's sample_id
+    session_id: str
+    session_no: int
+    seq: int
+    dia_id: str
+    speaker: str
+    content: str
+    at: datetime  # the session's date
+
+
+def turn_rows(conversations: Sequence[Conversation], *, captions: bool = False) -> list[TurnRow]:
+    """Every turn, in conversation, session and turn order."""
     return [
-        (
+        TurnRow(
             conversation.sample_id,
             session_id(conversation, session),
             session.number,
@@ -455,7 +491,7 @@ def turn_vectors(
 ) -> list[list[float]]:
     """The passage vectors of every turn, in :func:`ingest`'s order: embedded once, they
     can be stored for several tenants (``ingest(..., vectors=...)``)."""
-    texts = [row[6] for row in _turn_rows(conversations, captions=captions)]
+    texts = [row.content for row in turn_rows(conversations, captions=captions)]
     return embed_by_length(embedder, texts)
 
 
@@ -477,9 +513,10 @@ def ingest(
     ``conn`` must have a tenant bound (see :func:`tenant_connection`). Rows are inserted
     set-wise, not through ``pgmem.remember``: its near-duplicate merging would fold short
     turns ("Thanks!") together, and the evaluation needs every turn findable by its id.
+    What that path keeps of the turns is :mod:`pgmem.lab.write_path`'s measurement.
     """
     stats = IngestStats()
-    rows = _turn_rows(conversations, captions=captions)
+    rows = turn_rows(conversations, captions=captions)
     stats.turns = len(rows)
     started = time.perf_counter()
     if vectors is None:  # given: the turns' vectors, from turn_vectors()
@@ -630,6 +667,24 @@ class ModeResult:
     # category -> metric name (R@k, Hit@k, MRR, nDCG@10) -> mean over its questions.
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)
 
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "description": self.description,
+            "recall": {
+                cat: {f"R@{k}": round(v, 4) for k, v in by_k.items()}
+                for cat, by_k in self.recall.items()
+            },
+            "metrics": {
+                cat: {name: round(v, 4) for name, v in by_metric.items()}
+                for cat, by_metric in self.metrics.items()
+            },
+            "questions": self.questions,
+            "seconds": round(self.seconds, 2),
+            "queries": self.queries,
+            "ripple_share": round(self.ripple_share, 4),
+        }
+
 
 @dataclass
 class Report:
@@ -668,25 +723,7 @@ class Report:
                 "total": round(self.total_seconds, 2),
             },
             "settings": {k: _jsonable(v) for k, v in self.settings.items()},
-            "modes": [
-                {
-                    "mode": r.mode,
-                    "description": r.description,
-                    "recall": {
-                        cat: {f"R@{k}": round(v, 4) for k, v in by_k.items()}
-                        for cat, by_k in r.recall.items()
-                    },
-                    "metrics": {
-                        cat: {name: round(v, 4) for name, v in by_metric.items()}
-                        for cat, by_metric in r.metrics.items()
-                    },
-                    "questions": r.questions,
-                    "seconds": round(r.seconds, 2),
-                    "queries": r.queries,
-                    "ripple_share": round(r.ripple_share, 4),
-                }
-                for r in self.results
-            ],
+            "modes": [r.as_dict() for r in self.results],
         }
 
 
@@ -750,7 +787,7 @@ def _ask(
         "rrf_k": BASELINE_RRF_K,
     }
     rows = conn.execute(mode.statement, params).fetchall()
-    return [([str(i) for i in row["dia_ids"] or ()], row.get("hops") or 0) for row in rows[:k]]
+    return [(memory_dia_ids(row["metadata"]), row.get("hops") or 0) for row in rows[:k]]
 
 
 def _window(mode: Mode, probe: Probe) -> tuple[datetime, datetime] | None:
@@ -827,9 +864,10 @@ def run_mode(
     )
 
 
-def _question_counts(
+def question_counts(
     conversations: Sequence[Conversation],
 ) -> tuple[dict[str, int], dict[str, int]]:
+    """Questions asked, and questions skipped (adversarial, no evidence), per category."""
     asked: dict[str, int] = {}
     skipped: dict[str, int] = {}
     for conversation in conversations:
@@ -896,7 +934,7 @@ def evaluate(
                 mode = MODES[name]
                 say(f"mode {name}: {len(asked_probes)} questions")
                 results.append(run_mode(conn, mode, asked_probes, ks))
-    asked, skipped = _question_counts(conversations)
+    asked, skipped = question_counts(conversations)
     columns = (
         "w_relevance",
         "w_importance",

@@ -123,7 +123,7 @@ select (select count(*) from pgmem.memories) as memories,
 # Reference baselines: plain PostgreSQL ranking over the same rows, with no
 # pgmem scoring. They are what the engine's modes are compared against.
 BASELINE_TEXT: Final = """
-select m.metadata -> 'dia_ids' as dia_ids
+select m.metadata
 from pgmem.memories as m, pgmem._tsq(%(query)s) as q
 where m.subject = %(subject)s and m.status = 'active' and m.fts @@ q
 order by pg_catalog.ts_rank(m.fts, q) desc, m.memory_id
@@ -133,7 +133,7 @@ limit %(k)s
 # one subject afterwards can return fewer than k rows. A subject is small, so
 # the exact scan is the true cosine ranking.
 BASELINE_VECTOR: Final = """
-select m.metadata -> 'dia_ids' as dia_ids
+select m.metadata
 from pgmem.memories as m
 where m.subject = %(subject)s and m.status = 'active' and m.embedding is not null
 order by (m.embedding operator(public.<=>) %(embedding)s::public.vector) + 0, m.memory_id
@@ -142,10 +142,10 @@ limit %(k)s
 BASELINE_RRF: Final = """
 with q as (select pgmem._tsq(%(query)s) as q),
 text_ranked as (
-    select r.dia_ids, r.memory_id,
+    select r.metadata, r.memory_id,
            pg_catalog.row_number() over (order by r.rank desc, r.memory_id) as pos
     from (
-        select m.metadata -> 'dia_ids' as dia_ids, m.memory_id,
+        select m.metadata, m.memory_id,
                pg_catalog.ts_rank(m.fts, q.q) as rank
         from pgmem.memories as m, q
         where m.subject = %(subject)s and m.status = 'active' and m.fts @@ q.q
@@ -154,10 +154,10 @@ text_ranked as (
     ) as r
 ),
 vector_ranked as (
-    select r.dia_ids, r.memory_id,
+    select r.metadata, r.memory_id,
            pg_catalog.row_number() over (order by r.distance, r.memory_id) as pos
     from (
-        select m.metadata -> 'dia_ids' as dia_ids, m.memory_id,
+        select m.metadata, m.memory_id,
                (m.embedding operator(public.<=>) %(embedding)s::public.vector) + 0 as distance
         from pgmem.memories as m
         where m.subject = %(subject)s and m.status = 'active' and m.embedding is not null
@@ -165,7 +165,7 @@ vector_ranked as (
         limit %(pool)s
     ) as r
 )
-select pg_catalog.min(u.dia_ids::text)::jsonb as dia_ids
+select pg_catalog.min(u.metadata::text)::jsonb as metadata
 from (select * from text_ranked union all select * from vector_ranked) as u
 group by u.memory_id
 order by pg_catalog.sum(1.0 / (%(rrf_k)s + u.pos)) desc, u.memory_id
@@ -175,7 +175,7 @@ limit %(k)s
 # question must not change the ranking of the next one; p_now is the day
 # after the conversation's last session.
 RECALL: Final = """
-select r.metadata -> 'dia_ids' as dia_ids, r.hops
+select r.metadata, r.hops
 from pgmem.recall(
     %(subject)s,
     p_query => %(query)s,
@@ -201,3 +201,72 @@ ANALYZE_MEMORIES_AND_LINKS: Final = "analyze pgmem.memories, pgmem.memory_links"
 UPDATE_SETTINGS: Final = sql.SQL(
     "update pgmem.settings set {}, updated_at = pg_catalog.now() where tenant_id = {}"
 )
+# The write-path eval (pgmem.lab.write_path): what a tenant holds once its turns went
+# through Memory.add and the worker. Row-level security scopes each to the bound tenant.
+ACTIVE_HOLDINGS: Final = """
+select m.subject, m.metadata, pgmem._normalize(m.content) as normalized
+from pgmem.memories as m
+where m.status = 'active'
+"""
+NORMALIZE_TEXTS: Final = """
+select pgmem._normalize(t.text) as normalized
+from pg_catalog.unnest(%(texts)s::text[]) with ordinality as t(text, n)
+order by t.n
+"""
+MEMORIES_BY_STATUS: Final = """
+select m.status as key, pg_catalog.count(*) as n
+from pgmem.memories as m group by m.status order by m.status
+"""
+MEMORIES_BY_SOURCE: Final = """
+select m.source as key, pg_catalog.count(*) as n
+from pgmem.memories as m group by m.source order by m.source
+"""
+INBOX_BY_JOB: Final = """
+select i.job || ' ' || i.status as key, pg_catalog.count(*) as n
+from pgmem.inbox as i group by i.job, i.status order by i.job, i.status
+"""
+# Jobs not yet done or failed for good, and the seconds until the first is due
+# (a failed attempt waits out its backoff).
+INBOX_PENDING: Final = """
+select pg_catalog.count(*) as pending,
+       extract(epoch from pg_catalog.min(i.available_at) - pg_catalog.now()) as due_in
+from pgmem.inbox as i
+where i.status = 'pending'
+"""
+# The pair corpus (pgmem.lab.pairs): two statements of one subject through remember,
+# the evidence beside similarity, and the decision replayed over a threshold grid.
+DECLARE_MODEL: Final = "select pgmem.use_embedding_model(%(model)s, false)"
+MODEL_THRESHOLDS: Final = """
+select t.duplicate_threshold as dup, t.merge_threshold as merge
+from pgmem.model_thresholds(%(model)s) as t
+"""
+PAIR_REMEMBER: Final = """
+select r.action
+from pgmem.remember(p_subject => %(subject)s, p_content => %(content)s,
+                    p_embedding => %(embedding)s::real[], p_kind => %(kind)s,
+                    p_triple_subject => %(ts)s, p_triple_predicate => %(tp)s,
+                    p_triple_object => %(to)s, p_source => 'rule',
+                    p_valid_from => %(at)s, p_now => %(at)s) as r
+"""
+PAIR_EVIDENCE: Final = """
+select pgmem._coverage(pgmem._conflict_terms(%(b)s), pgmem._conflict_marks(%(b)s),
+                       pgmem._conflict_terms(%(a)s), pgmem._conflict_marks(%(a)s)) as covered
+"""
+PAIR_REPLAY: Final = """
+select d.dup, g.merge,
+       array(select pgmem._write_action(x.settings, false, null::text, o.similarity, o.covered)
+             from rows from (pg_catalog.unnest(%(similarity)s::real[]),
+                             pg_catalog.unnest(%(covered)s::text[]))
+                  with ordinality as o(similarity, covered, n)
+             order by o.n) as actions
+from pgmem.settings as s
+cross join pg_catalog.unnest(%(grid)s::real[]) as d(dup)
+cross join pg_catalog.unnest(%(grid)s::real[]) as g(merge)
+cross join lateral (
+    select pg_catalog.jsonb_populate_record(
+               s, pg_catalog.jsonb_build_object('duplicate_threshold', d.dup,
+                                                'merge_threshold', g.merge)) as settings
+) as x
+where s.tenant_id = %(tenant)s and g.merge <= d.dup
+order by d.dup, g.merge
+"""
