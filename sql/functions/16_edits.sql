@@ -201,6 +201,7 @@ as $$
 declare
     v_now timestamptz := coalesce(p_now, pg_catalog.now());
     v_row pgmem.memories := pgmem._memory_for_update(p_memory_id, 'pgmem.forget');
+    v_ids bigint[];
 begin
     if v_row.status = 'deleted' then
         return false;
@@ -208,23 +209,19 @@ begin
     -- A fact and the stated turn it came from say the same: forgetting one
     -- forgets the other too (pgmem._provenance_kin), or the turn would
     -- still tell what the user asked to forget.
-    with gone as (
-        update pgmem.memories as m
-        set status = 'deleted', status_changed_at = v_now, updated_at = v_now
-        where m.tenant_id = v_row.tenant_id and m.status <> 'deleted'
-          and (m.memory_id = v_row.memory_id
-               or m.memory_id in (select pgmem._provenance_kin(v_row.tenant_id, v_row.memory_id)))
-        returning m.memory_id, m.subject,
-                  (select o.status from pgmem.memories as o
-                   where o.tenant_id = m.tenant_id and o.memory_id = m.memory_id) as previous_status
-    )
+    v_ids := array[v_row.memory_id]
+             || array(select k.kin_id from pgmem._provenance_kin(v_row.tenant_id, array[v_row.memory_id]) as k);
     insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
-    select v_row.tenant_id, g.memory_id, g.subject, 'delete',
+    select m.tenant_id, m.memory_id, m.subject, 'delete',
            pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
-               'previous_status', g.previous_status,
-               'with', case when g.memory_id <> v_row.memory_id then v_row.memory_id end)),
+               'previous_status', m.status,
+               'with', case when m.memory_id <> v_row.memory_id then v_row.memory_id end)),
            v_now
-    from gone as g;
+    from pgmem.memories as m
+    where m.tenant_id = v_row.tenant_id and m.memory_id = any (v_ids) and m.status <> 'deleted';
+    update pgmem.memories as m
+    set status = 'deleted', status_changed_at = v_now, updated_at = v_now
+    where m.tenant_id = v_row.tenant_id and m.memory_id = any (v_ids) and m.status <> 'deleted';
     return true;
 end
 $$;

@@ -264,28 +264,35 @@ comment on function pgmem._recall_rows(text, pgmem.settings, text[], bigint[], r
     'Internal to recall: the given memories that are visible and pass the filters, with their score parts (see sql/functions/20_recall.sql, step 2).';
 
 -- A fact and the stated turn it was extracted from hold the same
--- information: recall shows the better ranked of the two, never both. The
--- rows a row is so linked to (derived_from, either way), but not an
--- insight's links to its sources, which summarise many turns.
-create or replace function pgmem._provenance_kin(p_tenant text, p_memory_id bigint)
-returns setof bigint
-language sql
-stable parallel safe
+-- information: recall shows the better ranked of the two, never both, and
+-- forget takes both. The derived_from links touching p_ids (either way),
+-- but not an insight's links to its sources, which summarise many turns.
+-- plpgsql: on Citus a parameterised SQL function cannot be planned inside
+-- a distributed query; one statement reads the links of every id at once.
+drop function if exists pgmem._provenance_kin(text, bigint);
+
+create or replace function pgmem._provenance_kin(p_tenant text, p_ids bigint[])
+returns table(memory_id bigint, kin_id bigint)
+language plpgsql
+stable
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    select l.to_id
+begin
+    return query
+    select l.from_id, l.to_id
     from pgmem.memory_links as l
     join pgmem.memories as m on m.tenant_id = l.tenant_id and m.memory_id = l.from_id
-    where l.tenant_id = p_tenant and l.from_id = p_memory_id and l.link_type = 'derived_from'
+    where l.tenant_id = p_tenant and l.from_id = any (p_ids) and l.link_type = 'derived_from'
       and not m.metadata ? 'consolidated_from'
-    union all
-    select l.from_id
+    union
+    select l.to_id, l.from_id
     from pgmem.memory_links as l
     join pgmem.memories as m on m.tenant_id = l.tenant_id and m.memory_id = l.from_id
-    where l.tenant_id = p_tenant and l.to_id = p_memory_id and l.link_type = 'derived_from'
-      and not m.metadata ? 'consolidated_from'
+    where l.tenant_id = p_tenant and l.to_id = any (p_ids) and l.link_type = 'derived_from'
+      and not m.metadata ? 'consolidated_from';
+end
 $$;
 
-comment on function pgmem._provenance_kin(text, bigint) is
-    'The memories p_memory_id is linked derived_from to or from (a fact and its stated turn), insights'' links to their sources aside; recall shows only the better ranked of such a pair (internal).';
+comment on function pgmem._provenance_kin(text, bigint[]) is
+    'For memories p_ids, each one a derived_from link joins it to (a fact and its stated turn, either way), insights'' links to their sources aside: recall shows only the better ranked of such a pair, forget takes both (internal).';

@@ -398,6 +398,9 @@ begin
                                     v_now, v_at,
                                     p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id,
                                     v_kinds, v_half_life_seconds) as r
+        ),
+        kin as materialized (
+            select k.* from pgmem._provenance_kin(v_tenant, array(select s.memory_id from scored as s)) as k
         )
         select r.memory_id, r.content, r.kind, r.score, r.relevance, r.importance, r.recency, r.access_boost,
                r.similarity, r.text_match, 0, null::bigint, null::text,
@@ -406,9 +409,9 @@ begin
         from scored as r
         where r.score >= coalesce(p_min_score, 0)::real
           -- a fact and its stated turn: the better ranked alone
-          and not exists (select from scored as o
-                          where o.memory_id in (select pgmem._provenance_kin(v_tenant, r.memory_id))
-                            and (o.score, o.memory_id) > (r.score, r.memory_id))
+          and not exists (select from kin as k
+                          join scored as o on o.memory_id = k.kin_id
+                          where k.memory_id = r.memory_id and (o.score, o.memory_id) > (r.score, r.memory_id))
         order by r.score desc, r.memory_id desc
         limit p_k;
         return;
@@ -423,14 +426,17 @@ begin
                                 p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id,
                                 v_kinds, v_half_life_seconds) as r
     ),
+    kin as materialized (
+        select k.* from pgmem._provenance_kin(v_tenant, array(select x.memory_id from direct as x)) as k
+    ),
     ranked as materialized (
         select d.*, pg_catalog.row_number() over (order by d.score desc, d.memory_id desc) as rank
         from direct as d
         where d.score >= coalesce(p_min_score, 0)::real
           -- a fact and its stated turn: the better ranked alone
-          and not exists (select from direct as o
-                          where o.memory_id in (select pgmem._provenance_kin(v_tenant, d.memory_id))
-                            and (o.score, o.memory_id) > (d.score, d.memory_id))
+          and not exists (select from kin as k
+                          join direct as o on o.memory_id = k.kin_id
+                          where k.memory_id = d.memory_id and (o.score, o.memory_id) > (d.score, d.memory_id))
     ),
     -- Maximal marginal relevance (Carbonell & Goldstein 1998), greedily:
     -- next = argmax λ·score − (1 − λ)·max cosine similarity to those picked.
