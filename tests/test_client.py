@@ -99,6 +99,47 @@ def test_add_search_update_history_delete_erase(acme: Memory) -> None:
     assert acme.get_all("alice", status=None) == []
 
 
+def test_erase_user_removes_turns_facts_and_their_links(
+    acme: Memory, admin: psycopg.Connection
+) -> None:
+    """A user's episodes, the facts derived from them and the derived_from links
+    between them all go; another user's stay whole."""
+    said = ["I live in Berlin and I prefer dark mode", "I work at Siemens"]
+    for turn in said:
+        acme.add(turn, user_id="alice")
+    acme.add("I live in Oslo", user_id="kim")
+
+    def held(subject: str) -> tuple[int, int, int]:
+        row = admin.execute(
+            """select count(*) filter (where m.source = 'turn'),
+                      count(*) filter (where m.source <> 'turn'),
+                      (select count(*) from pgmem.memory_links as l
+                       join pgmem.memories as f on f.memory_id = l.from_id
+                       join pgmem.memories as t on t.memory_id = l.to_id
+                       where l.link_type = 'derived_from'
+                         and f.subject = %(s)s and t.subject = %(s)s and t.source = 'turn')
+               from pgmem.memories as m where m.subject = %(s)s""",
+            {"s": subject},
+        ).fetchone()
+        assert row is not None
+        return row[0], row[1], row[2]
+
+    turns, facts, links = held("alice")
+    assert turns == len(said) and facts >= len(said) and links == facts
+    kim = held("kim")
+    assert kim == (1, 1, 1)
+
+    assert acme.erase_user("alice") == turns + facts
+    assert held("alice") == (0, 0, 0)
+    dangling = admin.execute(
+        """select count(*) from pgmem.memory_links as l
+           where not exists (select from pgmem.memories as m where m.memory_id = l.from_id)
+              or not exists (select from pgmem.memories as m where m.memory_id = l.to_id)"""
+    ).fetchone()
+    assert dangling == (0,)
+    assert held("kim") == kim
+
+
 def test_extraction_supersedes_and_rejects(acme: Memory) -> None:
     dark = acme.add("I prefer dark mode", user_id="bob")[1]
     light = acme.add("Actually I prefer light mode", user_id="bob")
