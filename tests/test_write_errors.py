@@ -516,3 +516,36 @@ def test_bad_query_vector_of_pgmems_statements_is_a_pm_code(
     assert info.value.sqlstate == sqlstate, info.value
     assert "p_embedding" in info.value.diag.message_primary
     assert info.value.diag.message_hint
+
+
+@pytest.mark.parametrize("when", ["infinity", "-infinity"])
+def test_an_infinite_time_is_refused_and_maintenance_runs_for_everyone(
+    tenant_login: Login, admin: psycopg.Connection, when: str
+) -> None:
+    acme = tenant_login("acme")
+    bravo = tenant_login("bravo")
+    bravo.execute("select pgmem.remember('bob', 'Bob owns a canoe')")
+    acme.execute("select pgmem.remember('x', 'Alice owns a kayak')")
+    acme.execute("select pgmem.append_message('x', 's1', 'user', 'hello there')")
+    acme.execute("select pgmem.start_task('x', 'book a table', '[\"call\"]')")
+    for call in (
+        "select pgmem.remember('x', 'Alice sails on Sundays', p_now => %s)",
+        "select pgmem.remember('x', 'Alice plays the cello', p_valid_from => %s)",
+        "select pgmem.remember('x', 'Alice visits Lyon in May', p_expires_at => %s)",
+        "update pgmem.memories set last_accessed_at = %s",
+        "insert into pgmem.inbox (subject, job, payload, available_at)"
+        " values ('x', 'turn', '{\"role\": \"user\", \"content\": \"hi\"}', %s)",
+        "update pgmem.sessions set last_active_at = %s",
+        "update pgmem.tasks set expires_at = %s",
+    ):
+        with pytest.raises(psycopg.Error) as info:
+            acme.execute(call, (when,))
+            pytest.fail(f"accepted: {call}")
+        if "expires_at =>" in call and when == "-infinity":
+            # Refused earlier: no expiry before the fact begins.
+            assert info.value.sqlstate == "PM027", info.value
+        else:
+            assert isinstance(info.value, psycopg.errors.CheckViolation), info.value
+            assert (info.value.diag.constraint_name or "").endswith("_finite_times"), call
+    admin.execute("select pgmem.decay(now())")
+    admin.execute("select pgmem.archive(now())")
