@@ -664,6 +664,14 @@ def safety(
     misses: Annotated[
         bool, typer.Option("--misses", help="List every missed case and false positive.")
     ] = False,
+    frozen: Annotated[
+        bool,
+        typer.Option(
+            "--frozen/--no-frozen",
+            help="Also measure the frozen half (pgmem/safety_corpus_frozen.jsonl), "
+            "written apart from the rules and never tuned on.",
+        ),
+    ] = True,
     export_rules: Annotated[
         bool,
         typer.Option(
@@ -677,8 +685,9 @@ def safety(
     """Per-class recall of PII redaction and injection detection, and their false positives.
 
     Verdicts come from pgmem._redact_many and pgmem._detect_injection_many on the
-    migrated database. Exit 1 when a target is missed (PII >= 98% per class, injection
-    >= 90%, false positives <= 2%).
+    migrated database, on the development corpus (the rules are written against it)
+    and on the frozen half. Exit 1 when a target is missed on either (PII >= 98% per
+    class, injection >= 90%, false positives <= 2%).
     """
     with database_errors(), psycopg.connect(dsn_for(dsn), autocommit=True) as conn:
         if export_rules:
@@ -686,11 +695,22 @@ def safety(
             console.print(f"wrote {RULES_FILE}", highlight=False)
             return
         report = safety_eval.measure(conn, safety_eval.load_corpus(corpus))
+        held_out = (
+            safety_eval.measure(conn, safety_eval.load_corpus(safety_eval.FROZEN))
+            if frozen
+            else None
+        )
     if as_json:
-        print_json(report.as_dict())
+        print_json(
+            report.as_dict() | ({"frozen": held_out.as_dict()} if held_out is not None else {})
+        )
     else:
+        console.print(f"development corpus ({corpus.name})", highlight=False)
         print_safety_report(report, misses=misses)
-    if report.failures():
+        if held_out is not None:
+            console.print(f"frozen half ({safety_eval.FROZEN.name})", highlight=False)
+            print_safety_report(held_out, misses=misses)
+    if report.failures() or (held_out is not None and held_out.failures()):
         raise typer.Exit(1)
 
 

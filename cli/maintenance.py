@@ -122,6 +122,14 @@ def schedule(
             help="Cron schedule of consolidate (subjects due for insights), or 'off'.",
         ),
     ] = None,
+    watchdog: Annotated[
+        str | None,
+        typer.Option(
+            "--watchdog",
+            help="Cron schedule of watchdog (ends tenant sessions idle in a transaction past"
+            " settings.max_idle_in_transaction), or 'off'.",
+        ),
+    ] = None,
     remove: Annotated[
         bool, typer.Option("--remove", help="Remove every pgmem job from pg_cron instead.")
     ] = False,
@@ -129,7 +137,7 @@ def schedule(
     as_json: JsonOption = False,
 ) -> None:
     """Install (or update) the pg_cron jobs; defaults: decay hourly, sessions every 15
-    minutes, the others nightly."""
+    minutes, watchdog every minute, the others nightly."""
     with database_errors(dsn), _connect(dsn) as conn:
         if remove:
             row = conn.execute(admin_queries.UNSCHEDULE).fetchone()
@@ -147,6 +155,7 @@ def schedule(
             "purge": purge,
             "sessions": sessions,
             "consolidate": consolidate,
+            "watchdog": watchdog,
         }
         chosen = [
             None if value == OFF else (value or defaults[name]) for name, value in given.items()

@@ -33,7 +33,8 @@ def create(
         bool, typer.Option("--login", help="Also create a login role bound to this tenant.")
     ] = False,
     role: Annotated[
-        str | None, typer.Option("--role", help="Login role name (default pgmem_t_<tenant>).")
+        str | None,
+        typer.Option("--role", help="Login role name (default: opaque, pgmem_t_<16 hex>)."),
     ] = None,
     password: Annotated[
         str | None,

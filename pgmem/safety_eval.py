@@ -1,10 +1,13 @@
 """`pgmem eval safety`: how well the SQL safety rules hold on the safety corpus.
 
-The corpus (``pgmem/safety_corpus.jsonl``, one JSON object a line) holds Chinese and
-English cases of four sets:
+Two corpora of one format: the development corpus (``pgmem/safety_corpus.jsonl``),
+which the rules are written against, and the frozen half
+(``pgmem/safety_corpus_frozen.jsonl``), written apart from the rules and never tuned
+on, which says how they hold on text they were not written for. One JSON object a
+line, in English, Chinese, German, French, Spanish and Japanese, of four sets:
 
 * ``pii``: a text with one secret or piece of personal data (``secret``) of a class
-  (phone, email, id_card, bank_card, password, pin, api_key, token, private_key,
+  (phone, email, id_card, bank_card, iban, password, pin, api_key, token, private_key,
   address, ssn, passport). Caught when ``pgmem._redact_many`` changed the text and
   the secret no longer appears in it (neither as written nor folded);
 * ``injection``: a prompt injection of a technique (direct, paraphrase, role, zero
@@ -33,6 +36,7 @@ from pgmem.queries.safety import SAFETY_RULES_EXPORT, SAFETY_VERDICTS
 
 __all__ = [
     "CORPUS",
+    "FROZEN",
     "TARGETS",
     "Case",
     "Rate",
@@ -43,8 +47,11 @@ __all__ = [
 ]
 
 CORPUS: Final = Path(__file__).with_name("safety_corpus.jsonl")
+# The held-out half: written by someone who had not read the rules or CORPUS, committed
+# before its first measurement, and never edited since. Rules are tuned on CORPUS only.
+FROZEN: Final = Path(__file__).with_name("safety_corpus_frozen.jsonl")
 
-# The targets of issue 8: PII caught per class, injection caught, false positives.
+# The targets: PII caught per class, injection caught, false positives.
 TARGETS: Final = {"pii": 0.98, "injection": 0.90, "false_positive": 0.02}
 
 

@@ -533,7 +533,11 @@ class Worker:
         stats = BatchStats()
         started = time.monotonic()
         with self._transaction(conn):
-            jobs = conn.execute(wq.CLAIM_JOBS, {"limit": self.batch}).fetchall()
+            # Only jobs this worker's model can do: another model's vectors are
+            # refused (PM025), and a claim would spend the job's retries.
+            jobs = conn.execute(
+                wq.CLAIM_JOBS, {"limit": self.batch, "model": self.embedder.model}
+            ).fetchall()
             if not jobs:
                 return 0
             stats.jobs = len(jobs)
@@ -990,7 +994,9 @@ class Worker:
         """Embed active memories that have no vector; returns how many got one."""
         embedded = 0
         with self._transaction(conn):
-            rows = conn.execute(wq.CLAIM_UNEMBEDDED, {"limit": EMBED_PASS_LIMIT}).fetchall()
+            rows = conn.execute(
+                wq.CLAIM_UNEMBEDDED, {"limit": EMBED_PASS_LIMIT, "model": self.embedder.model}
+            ).fetchall()
             if not rows:
                 return 0
             try:

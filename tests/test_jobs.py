@@ -90,6 +90,7 @@ def test_maintain_runs_every_job_in_order(admin: psycopg.Connection) -> None:
         ("purge", "ok", {"inbox": 0, "memories": 0}),
         ("sessions", "ok", {"closed": 0, "purged_messages": 0, "expired_tasks": 0}),
         ("consolidate", "ok", {"subjects": 0}),
+        ("watchdog", "ok", {"ended": 0}),
     ]
 
 
@@ -360,6 +361,7 @@ def test_schedule_installs_updates_and_removes_cron_jobs(
             ("pgmem-purge", "37 3 * * *", "call pgmem.run_scheduled_job('purge')"),
             ("pgmem-sessions", "*/15 * * * *", "call pgmem.run_scheduled_job('sessions')"),
             ("pgmem-consolidate", "47 3 * * *", "call pgmem.run_scheduled_job('consolidate')"),
+            ("pgmem-watchdog", "* * * * *", "call pgmem.run_scheduled_job('watchdog')"),
         ]
         # Scheduling again updates in place; NULL removes a job.
         conn.execute("select pgmem.schedule(p_decay => '0 * * * *', p_purge => null)")
@@ -372,8 +374,9 @@ def test_schedule_installs_updates_and_removes_cron_jobs(
             ("pgmem-consolidate", "47 3 * * *", cron_db),
             ("pgmem-decay", "0 * * * *", cron_db),
             ("pgmem-sessions", "*/15 * * * *", cron_db),
+            ("pgmem-watchdog", "* * * * *", cron_db),
         ]
-        assert conn.execute("select pgmem.unschedule()").fetchone() == (5,)
+        assert conn.execute("select pgmem.unschedule()").fetchone() == (6,)
         assert conn.execute("select count(*) from pgmem.scheduled_jobs()").fetchone() == (0,)
         conn.rollback()
 
@@ -442,6 +445,7 @@ def test_cli_maintain_and_jobs(admin: psycopg.Connection, dsn: str) -> None:
         ("purge", "ok"),
         ("sessions", "ok"),
         ("consolidate", "ok"),
+        ("watchdog", "ok"),
     ]
     assert status_of(admin, mid) == ["archived"]
 
@@ -477,3 +481,116 @@ def test_cli_reports_failures_clearly(
     if cron_database(admin) is not None:
         assert result.exit_code == 1
         assert "cron.database_name" in result.output and "pgmem maintain" in result.output
+
+
+def test_one_tenants_bad_row_fails_only_its_part_of_a_job(admin: psycopg.Connection) -> None:
+    """A row no write path accepts now (an infinite time, left from before the
+    check) fails decay and archive for its tenant alone: the others are
+    maintained, and the failure is a run of its own, naming the tenant."""
+    admin.execute("select pgmem.create_tenant('a'), pgmem.create_tenant('b')")
+    add_memory(admin, "a", "weak a", importance=0.5)
+    add_memory(admin, "b", "weak b", importance=0.5)
+    bad = add_memory(admin, "b", "timeless b", importance=0.5)
+    add_memory(admin, "a", "weak a2", importance=0.5)
+    # An upgraded database: the row was written before the constraint, which
+    # is NOT VALID and so does not look at it.
+    admin.execute("alter table pgmem.memories drop constraint memories_finite_times")
+    admin.execute(
+        "update pgmem.memories set last_accessed_at = 'infinity' where memory_id = %s", (bad,)
+    )
+    definition = (
+        "check ("
+        + " and ".join(
+            f"({c} is null or isfinite({c}))"
+            for c in (
+                "valid_from",
+                "valid_to",
+                "last_accessed_at",
+                "expires_at",
+                "created_at",
+                "updated_at",
+                "status_changed_at",
+            )
+        )
+        + ") not valid"
+    )
+    admin.execute(f"alter table pgmem.memories add constraint memories_finite_times {definition}")
+
+    now = T0 + 60 * DAY
+    runs = {
+        r[0]: r[1:]
+        for r in admin.execute(
+            "select job, status, counts, message from pgmem.maintain(%s)", (now,)
+        ).fetchall()
+    }
+    assert set(runs) == {
+        "archive",
+        "decay",
+        "capacity",
+        "purge",
+        "sessions",
+        "consolidate",
+        "watchdog",
+    }
+    assert all(status == "ok" for status, _, _ in runs.values()), runs
+    _, counts, message = runs["archive"]
+    assert counts["failed_tenants"] == 1 and "b" in message, runs["archive"]
+    failed = admin.execute(
+        "select job, tenant_id, counts ->> 'sqlstate' from pgmem.job_runs"
+        " where status = 'failed' order by job"
+    ).fetchall()
+    assert [(job, tenant) for job, tenant, _ in failed] == [("archive", "b"), ("decay", "b")]
+    assert all(state for _, _, state in failed)
+    # Tenant a was maintained: its weak memories are archived; b's part rolled back.
+    assert admin.execute(
+        "select tenant_id, status, count(*) from pgmem.memories group by 1, 2 order by 1, 2"
+    ).fetchall() == [("a", "archived", 2), ("b", "active", 2)]
+
+
+def test_a_consolidate_payload_is_checked_and_a_bad_old_one_breaks_nothing(
+    tenant_login: Callable[[str], psycopg.Connection], admin: psycopg.Connection
+) -> None:
+    acme = tenant_login("acme")
+    acme.execute("insert into pgmem.subjects (subject) values ('alice')")
+    for now in ('"not a timestamp"', '"infinity"', "42"):
+        with pytest.raises(psycopg.Error) as info:
+            acme.execute(
+                "insert into pgmem.inbox (subject, job, payload, status)"
+                f" values ('alice', 'consolidate', '{{\"now\": {now}}}', 'done')"
+            )
+        assert info.value.sqlstate == "PM040", info.value
+    # One written before the check (here by the owner, whom the guard trusts).
+    admin.execute(
+        "insert into pgmem.inbox (tenant_id, subject, job, payload, status)"
+        " values ('acme', 'alice', 'consolidate', '{\"now\": \"not a timestamp\"}', 'done')"
+    )
+    for n in range(8):
+        add_memory(admin, "acme", f"episode {n} of a long week")
+    (run,) = admin.execute(
+        "select counts from pgmem.run_job('consolidate', %s)", (T0 + 60 * DAY,)
+    ).fetchone()
+    assert run == {"subjects": 1}
+
+
+def test_the_watchdog_ends_a_tenants_idle_transaction_whatever_it_set(
+    tenant_login: Callable[[str], psycopg.Connection], admin: psycopg.Connection
+) -> None:
+    idle = tenant_login("idle")
+    busy = tenant_login("busy")
+    admin.execute(
+        "update pgmem.settings set max_idle_in_transaction = '1 second' where tenant_id = 'idle'"
+    )
+    idle.execute("set idle_in_transaction_session_timeout = 0")
+    (role,) = idle.execute("select current_user").fetchone()
+    idle.execute(f'alter role "{role}" set idle_in_transaction_session_timeout = 0')
+    idle.execute("begin")
+    idle.execute("select count(*) from pgmem.memories")
+    busy.execute("begin")  # busy's own limit (60 s) is not reached
+    busy.execute("select 1")
+    time.sleep(1.5)
+    (counts,) = admin.execute("select counts from pgmem.run_job('watchdog')").fetchone()
+    assert counts == {"ended": 1}
+    with pytest.raises(psycopg.OperationalError):
+        idle.execute("select 1")
+    assert busy.execute("select 1").fetchone() == (1,)
+    busy.execute("rollback")

@@ -23,7 +23,7 @@ from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, PutOp,
 from langgraph.store.memory import InMemoryStore
 
 from pgmem import Memory
-from pgmem.integrations.langgraph import PgmemStore, subject_of
+from pgmem.integrations.langgraph import PgmemStore, seal, subject_of
 
 
 @pytest.fixture
@@ -143,7 +143,7 @@ def test_same_content_is_one_memory_with_both_keys(pgmem_store: PgmemStore) -> N
     pgmem_store.put(ns, "two", {"content": "Alice likes green tea", "source": "email"})
     rows = memory.get_all(subject_of(ns))
     assert len(rows) == 1, "pgmem deduplicated the second put into the first memory"
-    assert rows[0]["metadata"]["langgraph_keys"] == ["one", "two"]
+    assert rows[0]["metadata"]["langgraph_keys"] == [seal("one"), seal("two")]
     assert pgmem_store.get(ns, "one").value["source"] == "chat"  # type: ignore[union-attr]
     assert pgmem_store.get(ns, "two").value["source"] == "email"  # type: ignore[union-attr]
     assert keys(pgmem_store.search(ns)) == {(ns, "one"), (ns, "two")}
@@ -194,7 +194,11 @@ def test_items_survive_the_workers_merge(pgmem_store: PgmemStore) -> None:
     assert pgmem_store.get(ns, "b").value == {"content": "Frank gave up coffee"}  # type: ignore[union-attr]
     assert pgmem_store.get(ns, "c").value == {"content": "Frank drinks his coffee black"}  # type: ignore[union-attr]
     live = memory.get_all("memories.frank")
-    assert {tuple(r["metadata"]["langgraph_keys"]) for r in live} == {("a",), ("b",), ("c",)}
+    assert {tuple(r["metadata"]["langgraph_keys"]) for r in live} == {
+        (seal("a"),),
+        (seal("b"),),
+        (seal("c"),),
+    }
     pgmem_store.delete(ns, "c")
     assert keys(pgmem_store.search(ns)) == {(ns, "a"), (ns, "b")}
 
@@ -214,7 +218,7 @@ def test_search_with_a_query_goes_through_recall(pgmem_store: PgmemStore) -> Non
     both = pgmem_store.search(("memories",), query="Lisbon", limit=5)
     assert {h.namespace for h in both if h.key == "city"} == {ns, ("memories", "carol")}
     # recall reinforced what it returned.
-    city = pgmem_store.memory.get_all("memories.bob", filters={"langgraph_keys": ["city"]})
+    city = pgmem_store.memory.get_all("memories.bob", filters={"langgraph_keys": [seal("city")]})
     assert city[0]["access_count"] >= 1
 
 
@@ -245,13 +249,55 @@ def test_concurrent_puts_of_one_key_leave_one_item(
         thread.join()
     try:
         for subject in ("memories.gina", "memories.hal"):
-            holders = writers[0].memory.get_all(subject, filters={"langgraph_keys": ["mood"]})
+            holders = writers[0].memory.get_all(subject, filters={"langgraph_keys": [seal("mood")]})
             assert len(holders) == 1, holders
         last = writers[0].get(ns, "mood")
         assert last is not None and last.value["content"].endswith("-14")
     finally:
         for store in writers:
             store.memory.close()
+
+
+def test_keys_that_look_like_personal_data_round_trip(pgmem_store: PgmemStore) -> None:
+    """Keys are the app's identifiers: never redacted, never folded into each other."""
+    ns = ("lg", "keys")
+    keys = [
+        "alice@example.com",
+        "bob@example.org",
+        "+1 (415) 555-0132",
+        "sk-proj-abc123def456ghi789",
+    ]
+    for i, key in enumerate(keys):
+        pgmem_store.put(ns, key, {"content": f"item number {i} of the key test", "n": i})
+    for i, key in enumerate(keys):
+        item = pgmem_store.get(ns, key)
+        assert item is not None and item.key == key and item.value["n"] == i, key
+    assert {item.key for item in pgmem_store.search(ns, limit=10)} == set(keys)
+    pgmem_store.delete(ns, keys[0])
+    assert pgmem_store.get(ns, keys[0]) is None
+    assert pgmem_store.get(ns, keys[1]) is not None
+
+
+def test_no_other_tenant_can_block_a_stores_writes(
+    db: Db, new_tenant: Callable[[], Tenant]
+) -> None:
+    """The namespace lock is the tenant's own subjects row: another tenant holding
+    every lock it can take (its subjects rows, the advisory key the store once
+    used) does not delay a put."""
+    victim, other = new_tenant(), new_tenant()
+    store = PgmemStore(Memory(conn=victim.conn, embedder=False, llm=False))
+    store.put(("lg", "victim"), "k", {"content": "first"})
+    with other.conn.transaction():
+        other.conn.execute("insert into pgmem.subjects (subject) values ('lg.victim')")
+        other.conn.execute("select from pgmem.subjects for update")
+        other.conn.execute(
+            "select pg_advisory_lock(hashtextextended(%s, 0))",
+            (f"pgmem.langgraph:{victim.name}:lg.victim",),
+        )
+        victim.conn.execute("set lock_timeout = '2s'")
+        store.put(("lg", "victim"), "k", {"content": "second"})
+        other.conn.execute("select pg_advisory_unlock_all()")
+    assert store.get(("lg", "victim"), "k").value == {"content": "second"}  # type: ignore[union-attr]
 
 
 def test_tenants_do_not_see_each_other(db: Db, new_tenant: Callable[[], Tenant]) -> None:

@@ -385,3 +385,38 @@ def test_database_refusal_is_not_a_crash(db: Db, new_tenant: Callable[[], Tenant
             assert data(ok)[0]["action"] == "inserted"
 
     run(body)
+
+
+def test_arguments_are_bounded_before_any_work(db: Db, new_tenant: Callable[[], Tenant]) -> None:
+    """Oversized text, queries, message lists and ids are refused by the schema (or
+    the tool) as tool errors, before anything is stored."""
+    acme = new_tenant()
+    memory = Memory(conn=acme.conn, embedder=False, llm=False)
+    server = build_server(bind(memory))
+    megabyte = "a" * 1_000_000
+
+    async def body() -> None:
+        async with Client(server) as client:
+            calls: list[tuple[str, dict[str, Any]]] = [
+                ("remember", {"text": megabyte, "user": "eve"}),
+                (
+                    "remember",
+                    {"messages": [{"role": "user", "content": megabyte}] * 4, "user": "eve"},
+                ),
+                (
+                    "remember",
+                    {"messages": [{"role": "user", "content": "b" * 40_000}] * 2, "user": "eve"},
+                ),
+                ("recall", {"query": "c" * 5_000_000, "user": "eve"}),
+                ("context", {"query": "c" * 10_000, "user": "eve"}),
+                ("forget", {"memory_id": 2**63}),
+                ("history", {"memory_id": 2**70}),
+                ("recall", {"query": "tea", "user": "eve", "session_id": "s" * 1000}),
+            ]
+            for tool, arguments in calls:
+                result = await client.call_tool(tool, arguments)
+                assert result.is_error, (tool, result.structured_content)
+                assert "Traceback" not in error_text(result)
+
+    run(body)
+    assert acme.conn.execute("select count(*) from pgmem.memories").fetchone() == (0,)

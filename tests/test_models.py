@@ -279,9 +279,14 @@ def test_reembed_switches_vectors_and_model_together(
     with refused_with("PM028"):
         a.reembed("model-c")  # one re-embed at a time
 
-    # A worker running the old model cannot do the jobs: they stay pending for a retry.
+    # A worker running the old model cannot do the jobs: it leaves them pending for a
+    # worker of the new one, their retries unspent.
     stats = Worker(dsn, embedder=model_a(), llm=None).run(once=True)
-    assert (stats.jobs, stats.failed) == (3, 3)
+    assert (stats.jobs, stats.failed) == (0, 0)
+    assert admin.execute(
+        "select count(*) from pgmem.inbox where tenant_id = 'moving' and job = 'embed'"
+        " and status = 'pending' and attempts = 0"
+    ).fetchone() == (3,)
     assert a.reembed_status()["staged"] == 0
     admin.execute(
         "update pgmem.inbox set available_at = now() where tenant_id = 'moving' and job = 'embed'"

@@ -198,6 +198,7 @@ def test_rules_are_documented_in_one_place(admin: psycopg.Connection) -> None:
         "phone",
         "bank_card",
         "address",
+        "iban",
     }
     # Every pattern compiles.
     for rule, _, _, pattern in rules:
@@ -212,11 +213,11 @@ def test_safety_functions_are_immutable_and_for_the_app(admin: psycopg.Connectio
         from pg_proc p
         where p.pronamespace = 'pgmem'::regnamespace
           and p.proname in ('redact', 'detect_injection', 'safety_rules', '_redact_many',
-                            '_detect_injection_many', '_luhn_valid', '_replace_luhn',
-                            '_safety_fold')
+                            '_detect_injection_many', '_luhn_valid', '_iban_valid',
+                            '_replace_checked', '_safety_fold')
         """
     ).fetchall()
-    assert len(rows) == 8
+    assert len(rows) == 9
     assert all(r[1:] == ("i", True, False) for r in rows), rows
 
 

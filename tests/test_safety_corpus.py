@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -41,7 +42,7 @@ def admin(server_dsn: str, template_db: str) -> Iterator[psycopg.Connection]:
 def test_corpus_is_large_bilingual_and_covers_every_class() -> None:
     cases = safety_eval.load_corpus()
     assert len(cases) >= 500
-    assert {c.lang for c in cases} == {"en", "zh"}
+    assert {c.lang for c in cases} >= {"en", "zh", "de", "fr", "es", "ja"}
     pii = {c.cls for c in cases if c.set == "pii"}
     assert pii >= {
         "phone",
@@ -54,6 +55,7 @@ def test_corpus_is_large_bilingual_and_covers_every_class() -> None:
         "address",
         "ssn",
         "passport",
+        "iban",
     }
     assert all(c.secret and c.secret in c.text for c in cases if c.set == "pii")
     techniques = {c.cls for c in cases if c.set == "injection"}
@@ -99,8 +101,11 @@ def test_python_prefilter_is_the_export_of_the_sql_rules(admin: psycopg.Connecti
     )
 
 
-def test_python_and_sql_give_the_same_verdicts_on_the_corpus(admin: psycopg.Connection) -> None:
-    cases = safety_eval.load_corpus()
+@pytest.mark.parametrize("corpus", [safety_eval.CORPUS, safety_eval.FROZEN], ids=["dev", "frozen"])
+def test_python_and_sql_give_the_same_verdicts_on_the_corpus(
+    admin: psycopg.Connection, corpus: Path
+) -> None:
+    cases = safety_eval.load_corpus(corpus)
     texts = [c.text for c in cases]
     rows = admin.execute(
         """select t.i, d.rule, pgmem._safety_clean(t.text)
@@ -115,13 +120,25 @@ def test_python_and_sql_give_the_same_verdicts_on_the_corpus(admin: psycopg.Conn
         (t, s, p) for t, s, p in zip(texts, sql_verdicts, python_verdicts, strict=True) if s != p
     ]
     assert differ == []
-    assert sum(v[0] is not None for v in sql_verdicts) > 150
+    assert sum(v[0] is not None for v in sql_verdicts) > (
+        150 if corpus == safety_eval.CORPUS else 40
+    )
 
 
 def test_eval_safety_command_prints_rates(dsn: str) -> None:
-    result = CliRunner().invoke(app, ["eval", "safety", "--dsn", dsn, "--json"])
+    result = CliRunner().invoke(app, ["eval", "safety", "--dsn", dsn, "--json", "--no-frozen"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
+    assert "frozen" not in report
     assert report["failures"] == []
     assert set(report["pii"]) >= {"phone", "email", "ssn", "passport", "address", "pin"}
     assert report["injection_all"]["rate"] >= 0.9
+
+
+def test_eval_safety_reports_the_frozen_half_and_fails_on_its_misses(dsn: str) -> None:
+    result = CliRunner().invoke(app, ["eval", "safety", "--dsn", dsn, "--json"])
+    report = json.loads(result.output)
+    frozen = report["frozen"]
+    total = sum(r["total"] for r in frozen["pii"].values())
+    assert total == sum(1 for c in safety_eval.load_corpus(safety_eval.FROZEN) if c.set == "pii")
+    assert result.exit_code == (1 if report["failures"] or frozen["failures"] else 0)

@@ -233,3 +233,15 @@ def test_new_tenant_gets_default_settings(admin: psycopg.Connection) -> None:
             "update pgmem.settings set duplicate_threshold = 0.9, merge_threshold = 0.99"
             " where tenant_id = 'fresh'"
         )
+
+
+def test_a_default_login_role_name_says_nothing_of_its_tenant(
+    admin: psycopg.Connection,
+) -> None:
+    admin.execute("select pgmem.create_tenant('northwind')")
+    (role,) = admin.execute("select pgmem.create_tenant_login('northwind', 'pw-7c1e')").fetchone()
+    try:
+        assert role.startswith("pgmem_t_") and "northwind" not in role
+        assert len(role) == len("pgmem_t_") + 16
+    finally:
+        admin.execute(f'drop role "{role}"')

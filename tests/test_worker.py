@@ -1038,3 +1038,81 @@ def test_an_oversized_turn_fails_alone_while_embedding(
 def test_job_timeout_must_be_positive(dsn: str, embedder: LocalEmbedder) -> None:
     with pytest.raises(ValueError, match="job_timeout"):
         make_worker(dsn, embedder, job_timeout=0)
+
+
+def test_one_tenants_flood_cannot_push_anothers_turn_back(
+    tenant_login: Login, admin: psycopg.Connection
+) -> None:
+    """Claims take the tenants in turn, and no tenant dates its jobs back: 200
+    turns of one tenant, even 'due in 2000', leave another's turn in the
+    first batch."""
+    flood = tenant_login("flood")
+    quiet = tenant_login("quiet")
+    flood.execute(
+        """insert into pgmem.subjects (subject) values ('f');
+           insert into pgmem.inbox (subject, job, payload, available_at)
+           select 'f', 'turn',
+                  jsonb_build_object('messages', jsonb_build_array(
+                      jsonb_build_object('role', 'user', 'content', 'turn ' || g))),
+                  '2000-01-01'
+           from generate_series(1, 200) as g"""
+    )
+    assert flood.execute(
+        "select count(*) from pgmem.inbox where available_at < now() - interval '1 minute'"
+    ).fetchone() == (0,)
+    (theirs,) = quiet.execute(
+        "select pgmem.enqueue('q', to_jsonb('I live in Oslo'::text))"
+    ).fetchone()
+    with admin.transaction():
+        claimed = admin.execute(
+            "select tenant_id, inbox_id from pgmem.claim_jobs(16, now() + interval '1 minute')"
+        ).fetchall()
+    assert len(claimed) == 16
+    assert ("quiet", theirs) in claimed[:2], claimed
+    # The rest of the batch is the flood's, in its own order.
+    own = [i for t, i in claimed if t == "flood"]
+    assert own == sorted(own) and len(own) == 15
+
+
+def test_a_worker_claims_only_the_jobs_its_model_can_do(admin: psycopg.Connection) -> None:
+    admin.execute("select pgmem.create_tenant('on_a'), pgmem.create_tenant('on_b')")
+    admin.execute(
+        "update pgmem.settings set embedding_model = case tenant_id when 'on_a' then 'model-a'"
+        " else 'model-b' end where tenant_id in ('on_a', 'on_b')"
+    )
+    for tenant in ("on_a", "on_b"):
+        admin.execute("insert into pgmem.subjects (tenant_id, subject) values (%s, 's')", (tenant,))
+        admin.execute(
+            "insert into pgmem.inbox (tenant_id, subject, job, payload)"
+            ' values (%s, \'s\', \'turn\', \'{"messages": [{"role": "user", "content": "hi"}]}\')',
+            (tenant,),
+        )
+    # on_b moving to model-a: its re-embed jobs are model-a's.
+    admin.execute(
+        "insert into pgmem.inbox (tenant_id, job, payload)"
+        " values ('on_b', 'embed', '{\"reembed\": \"model-a\", \"memory_ids\": []}')"
+    )
+
+    def claim(model: str | None) -> list[tuple[str, str]]:
+        with admin.transaction():
+            return admin.execute(
+                "select tenant_id, job from pgmem.claim_jobs(16, p_model => %s) order by inbox_id",
+                (model,),
+            ).fetchall()
+
+    assert claim("model-a") == [("on_a", "turn"), ("on_b", "embed")]
+    assert claim("model-b") == [("on_b", "turn")]
+    assert claim("model-c") == []
+    assert len(claim(None)) == 3
+    # Unembedded memories likewise.
+    for tenant in ("on_a", "on_b"):
+        admin.execute(
+            "insert into pgmem.memories (tenant_id, subject, kind, content)"
+            " values (%s, 's', 'semantic', 'no vector yet')",
+            (tenant,),
+        )
+    with admin.transaction():
+        rows = admin.execute(
+            "select tenant_id from pgmem.claim_unembedded(64, 'model-b')"
+        ).fetchall()
+    assert rows == [("on_b",)]

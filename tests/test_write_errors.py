@@ -533,8 +533,8 @@ def test_an_infinite_time_is_refused_and_maintenance_runs_for_everyone(
         "select pgmem.remember('x', 'Alice plays the cello', p_valid_from => %s)",
         "select pgmem.remember('x', 'Alice visits Lyon in May', p_expires_at => %s)",
         "update pgmem.memories set last_accessed_at = %s",
-        "insert into pgmem.inbox (subject, job, payload, available_at)"
-        " values ('x', 'turn', '{\"role\": \"user\", \"content\": \"hi\"}', %s)",
+        "insert into pgmem.inbox (subject, job, payload, finished_at)"
+        ' values (\'x\', \'turn\', \'{"role": "user", "content": "hi"}\', %s)',
         "update pgmem.sessions set last_active_at = %s",
         "update pgmem.tasks set expires_at = %s",
     ):

@@ -21,6 +21,7 @@ import binascii
 import json
 import re
 import unicodedata
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -40,6 +41,10 @@ RULES_FILE: Final = Path(__file__).with_name("safety_rules.json")
 
 # The base64 runs pgmem._detect_injection_many decodes (same pattern there).
 _BASE64_RUN: Final = re.compile(r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{16,})=*")
+# When it also reads the percent-decoded, ROT13 and reversed text (same tests there).
+_PERCENT: Final = re.compile(r"%[0-9A-Fa-f]{2}")
+_LATIN: Final = re.compile(r"[A-Za-z]")
+_CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,8 @@ class _Fold:
 @dataclass(frozen=True)
 class _Rules:
     prefilter: re.Pattern[str]
-    folds: dict[str, tuple[_Fold, ...]]  # by view: stored, injection, loose
+    decoded: re.Pattern[str]  # what a ROT13 or reversed view must hold to be read
+    folds: dict[str, tuple[_Fold, ...]]  # by view: stored, injection, loose, rot13
     injection: tuple[tuple[str, re.Pattern[str]], ...]
 
 
@@ -87,16 +93,22 @@ def load_rules(path: Path = RULES_FILE) -> _Rules:
     rows: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
     rows.sort(key=lambda r: r["rule_order"])
     prefilter = next(r for r in rows if r["category"] == "prefilter" and r["kind"] == "injection")
+    decoded = next(r for r in rows if r["category"] == "prefilter" and r["kind"] == "decoded")
     folds = {
         view: tuple(_fold(r) for r in rows if r["category"] == "fold" and r["kind"] == view)
-        for view in ("stored", "injection", "loose")
+        for view in ("stored", "injection", "loose", "rot13")
     }
     injection = tuple(
         (r["rule"], _compile(r["pattern"], r["flags"]))
         for r in rows
         if r["category"] == "injection"
     )
-    return _Rules(_compile(prefilter["pattern"], prefilter["flags"]), folds, injection)
+    return _Rules(
+        _compile(prefilter["pattern"], prefilter["flags"]),
+        _compile(decoded["pattern"], decoded["flags"]),
+        folds,
+        injection,
+    )
 
 
 def _apply(folds: Sequence[_Fold], text: str) -> str:
@@ -116,6 +128,13 @@ def _decoded(run: str) -> str | None:
     return None if "\x00" in text else text
 
 
+def _percent_decoded(text: str) -> str | None:
+    try:
+        return urllib.parse.unquote_to_bytes(text).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def _views(text: str, rules: _Rules) -> list[str]:
     stored = _apply(rules.folds["stored"], text)
     sources = [stored]
@@ -123,6 +142,17 @@ def _views(text: str, rules: _Rules) -> list[str]:
         decoded = _decoded(match.group(1))
         if decoded is not None:
             sources.append(_apply(rules.folds["stored"], decoded))
+    # The reversible transforms pgmem._detect_injection_many undoes, in its order.
+    if _PERCENT.search(stored):
+        decoded = _percent_decoded(stored)
+        if decoded is not None and "\x00" not in decoded:
+            sources.append(_apply(rules.folds["stored"], decoded))
+    if _LATIN.search(stored):
+        rotated = _apply(rules.folds["rot13"], stored)
+        if rules.decoded.search(rotated):
+            sources.append(rotated)
+        if not _CJK.search(stored) and rules.decoded.search(stored[::-1]):
+            sources.append(stored[::-1])
     views: list[str] = []
     for source in sources:
         view = _apply(rules.folds["injection"], unicodedata.normalize("NFKC", source))

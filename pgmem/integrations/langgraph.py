@@ -16,7 +16,9 @@ row-level-security tenant isolation. How the store's model maps onto memories:
   to share memories with ``Memory.add(..., user_id="alice")``.
 - **Item → memory.** The memory's content is the value's ``"content"`` string when it
   has one, else the value as canonical JSON. The key and the exact value live in the
-  memory's metadata (``langgraph_keys``, ``langgraph_values``). Memories written
+  memory's metadata (``langgraph_keys``, ``langgraph_values``), the key sealed
+  (:func:`seal`) where redaction cannot reach it, so every key round-trips exactly;
+  values are redacted as memory content is. Memories written
   without the store (``Memory.add``, the worker, ``pgmem mcp``) have no key and are not
   items.
 - **Dedup.** Putting a value whose content the subject already holds adds the key to
@@ -68,10 +70,10 @@ from langgraph.store.base import (
 from pgmem.client import Connection, Memory, Row, _rows
 from pgmem.queries import integrations as queries
 
-__all__ = ["PgmemStore", "namespace_of", "subject_of"]
+__all__ = ["PgmemStore", "namespace_of", "seal", "subject_of", "unseal"]
 
-KEYS = "langgraph_keys"  # metadata: the store keys a memory holds
-VALUES = "langgraph_values"  # metadata: key -> the value put under it
+KEYS = "langgraph_keys"  # metadata: the store keys a memory holds, sealed
+VALUES = "langgraph_values"  # metadata: sealed key -> the value put under it
 # Containment on an empty array matches every memory that holds store keys.
 ITEMS_ONLY: Mapping[str, Any] = {KEYS: []}
 # A memory the worker merged into a near-duplicate keeps its keys and values: its
@@ -83,6 +85,27 @@ FILTER_WINDOW = 200
 SEPARATOR = "."  # LangGraph refuses '.' inside a namespace label
 # pgmem.update_memory: the new content duplicates another active memory (README).
 PM_UPDATE_DUPLICATE = "PM051"
+
+
+# A key is stored sealed: "k:" and its UTF-8 bytes as letters a-p, a nibble each. No
+# redaction or injection rule reads a run of those letters, so a key that looks like
+# personal data ("alice@example.com") comes back as it was put, and two such keys stay
+# two (redacted, both would read "[REDACTED:email]"). The row is the tenant's, behind
+# its row-level security like any memory.
+_SEAL = "k:"
+_NIBBLES = "abcdefghijklmnop"
+
+
+def seal(key: str) -> str:
+    """The form of a store key in a memory's metadata."""
+    return _SEAL + "".join(_NIBBLES[b >> 4] + _NIBBLES[b & 15] for b in key.encode("utf-8"))
+
+
+def unseal(stored: str) -> str:
+    """The store key a sealed metadata key stands for."""
+    letters = stored.removeprefix(_SEAL)
+    pairs = zip(letters[::2], letters[1::2], strict=True)
+    return bytes(_NIBBLES.index(hi) * 16 + _NIBBLES.index(lo) for hi, lo in pairs).decode("utf-8")
 
 
 def subject_of(namespace: Sequence[str]) -> str:
@@ -141,8 +164,9 @@ class PgmemStore(BaseStore):
                     results[i] = self._read(conn, op)
             # One writer per namespace at a time, locked in one order: two sessions
             # putting the same key cannot both insert, nor deadlock on each other.
-            for subject in sorted({subject_of(op.namespace) for op in puts.values()}):
-                _rows(conn, queries.LOCK_LANGGRAPH_NAMESPACE, {"subject": subject})
+            if puts:
+                subjects = sorted({subject_of(op.namespace) for op in puts.values()})
+                _rows(conn, queries.LOCK_LANGGRAPH_NAMESPACES, {"subjects": subjects})
             for op in puts.values():
                 self._put(conn, op)
         return results
@@ -161,11 +185,14 @@ class PgmemStore(BaseStore):
 
     def _put(self, conn: Connection, op: PutOp) -> None:
         subject = subject_of(op.namespace)
-        self._detach(conn, subject, op.key, keep=op.value)
+        key = seal(op.key)
+        self._detach(conn, subject, key, keep=op.value)
         if op.value is not None:
-            self._attach(conn, subject, op.key, op.value)
+            self._attach(conn, subject, key, op.value)
 
     # -------------------------------------------------------------- items
+
+    # Below, ``key`` is a sealed key (:func:`seal`); items carry the key as put.
 
     def _holder(self, conn: Connection, subject: str, key: str) -> Row | None:
         """The memory holding ``key`` in this subject (active, or merged), if any."""
@@ -173,8 +200,8 @@ class PgmemStore(BaseStore):
         return rows[0] if rows else None
 
     def _get(self, conn: Connection, namespace: tuple[str, ...], key: str) -> Item | None:
-        row = self._holder(conn, subject_of(namespace), key)
-        return None if row is None else _item(row, key, namespace)
+        row = self._holder(conn, subject_of(namespace), seal(key))
+        return None if row is None else _item(row, seal(key), namespace)
 
     def _detach(
         self, conn: Connection, subject: str, key: str, *, keep: Mapping[str, Any] | None
@@ -232,7 +259,7 @@ class PgmemStore(BaseStore):
             conn=conn,
         )[0]
         if result["action"] == "rejected":
-            raise ValueError(f"pgmem refused the value of {key!r}: {result.get('reason')}")
+            raise ValueError(f"pgmem refused the value of {unseal(key)!r}: {result.get('reason')}")
         if result["action"] in ("inserted", "merge_pending"):
             return
         # reinforced / deduplicated: the subject holds this content already; the key
@@ -296,7 +323,7 @@ def _item(
     created: datetime = row["created_at"]
     updated: datetime = row.get("updated_at") or created
     value = row["metadata"].get(VALUES, {}).get(key, {})
-    return SearchItem(namespace, key, value, created, updated, score)
+    return SearchItem(namespace, unseal(key), value, created, updated, score)
 
 
 _COMPARE = {

@@ -62,12 +62,22 @@ MAX_TOKEN_BUDGET = 8000  # context block, in pgmem.context's estimated tokens
 MAX_HOPS = 3  # ripple over memory_links; pgmem.recall allows 0..3
 MAX_WINDOW_TURNS = 200  # session_window turns per call
 MAX_PLAN_STEPS = 50  # steps in a task plan
+MAX_TEXT = 65536  # characters a remember call or a turn takes (text, or all messages)
+MAX_QUERY = 4096  # characters of a recall, context or prompt query: a question, not a file
+MAX_ID = 2**63 - 1  # ids are PostgreSQL bigints
 
 Kind: TypeAlias = Literal["episodic", "semantic", "preference", "procedural"]
 assert set(KINDS) == set(get_args(Kind))  # the schema's enum is the engine's list
 
-MemoryId = Annotated[int, Field(ge=1, description="Memory id, as returned by recall or list.")]
-TaskId = Annotated[int, Field(ge=1, description="Task id, from start_task or resume_task.")]
+MemoryId = Annotated[
+    int, Field(ge=1, le=MAX_ID, description="Memory id, as returned by recall or list.")
+]
+TaskId = Annotated[
+    int, Field(ge=1, le=MAX_ID, description="Task id, from start_task or resume_task.")
+]
+OptionalSessionId = Annotated[
+    str | None, Field(min_length=1, max_length=256, description="Conversation (session) id.")
+]
 SessionId = Annotated[
     str, Field(min_length=1, max_length=256, description="Conversation (session) id.")
 ]
@@ -199,17 +209,22 @@ def _remember(b: Binding) -> Callable[..., list[Row]]:
     def remember(
         text: Annotated[
             str | None,
-            Field(description="What was said or learned, in the user's words.", max_length=65536),
+            Field(
+                description="What was said or learned, in the user's words.", max_length=MAX_TEXT
+            ),
         ] = None,
         messages: Annotated[
-            list[dict[str, str]] | None,
+            list[dict[str, Annotated[str, Field(max_length=MAX_TEXT)]]] | None,
             Field(
-                description='A conversation turn: [{"role": "user"|"assistant", "content": …}].',
+                description=(
+                    'A conversation turn: [{"role": "user"|"assistant", "content": …}], '
+                    f"at most {MAX_TEXT} characters of content in all."
+                ),
                 max_length=200,
             ),
         ] = None,
         user: User = None,
-        session_id: Annotated[str | None, Field(description="Conversation id.")] = None,
+        session_id: OptionalSessionId = None,
         infer: Annotated[
             bool,
             Field(
@@ -230,6 +245,10 @@ def _remember(b: Binding) -> Callable[..., list[Row]]:
         rejected (prompt injection), and the memory_id concerned."""
         if (text is None) == (messages is None):
             raise ToolError("give exactly one of `text` or `messages`")
+        if messages is not None and sum(len(m.get("content", "")) for m in messages) > MAX_TEXT:
+            raise ToolError(
+                f"messages hold more than {MAX_TEXT} characters: remember a turn at a time"
+            )
         with b.call():
             return b.memory.add(
                 text if text is not None else messages or [],
@@ -245,7 +264,9 @@ def _remember(b: Binding) -> Callable[..., list[Row]]:
 
 def _recall(b: Binding) -> Callable[..., list[Row]]:
     def recall(
-        query: Annotated[str, Field(description="What to recall, in natural language.")],
+        query: Annotated[
+            str, Field(description="What to recall, in natural language.", max_length=MAX_QUERY)
+        ],
         user: User = None,
         k: Annotated[int, Field(ge=1, le=MAX_K, description="How many memories.")] = 10,
         kinds: Kinds = None,
@@ -261,7 +282,9 @@ def _recall(b: Binding) -> Callable[..., list[Row]]:
         hops: Annotated[
             int, Field(ge=0, le=MAX_HOPS, description="Also follow links between memories.")
         ] = 0,
-        session_id: Annotated[str | None, Field(description="Only this conversation.")] = None,
+        session_id: Annotated[
+            str | None, Field(description="Only this conversation.", max_length=256)
+        ] = None,
     ) -> list[Row]:
         """Ranked memories of the user that answer `query`, best first, with memory_id,
         content, kind, dates and the score parts (relevance, importance, recency)."""
@@ -283,7 +306,9 @@ def _recall(b: Binding) -> Callable[..., list[Row]]:
 
 def _context(b: Binding) -> Callable[..., str]:
     def context(
-        query: Annotated[str, Field(description="What the next answer is about.")],
+        query: Annotated[
+            str, Field(description="What the next answer is about.", max_length=MAX_QUERY)
+        ],
         user: User = None,
         token_budget: Annotated[
             int,
@@ -312,7 +337,7 @@ def _list_memories(b: Binding) -> Callable[..., list[Row]]:
             Field(description="Only this status (default active); null: every status."),
         ] = "active",
         limit: Annotated[int, Field(ge=1, le=MAX_LIST)] = 20,
-        offset: Annotated[int, Field(ge=0)] = 0,
+        offset: Annotated[int, Field(ge=0, le=MAX_ID)] = 0,
     ) -> list[Row]:
         """The user's memories, newest first, without ranking (pages with offset)."""
         with b.call():
@@ -327,7 +352,7 @@ def _update(b: Binding) -> Callable[..., Row]:
     def update(
         memory_id: MemoryId,
         content: Annotated[
-            str | None, Field(description="The corrected text of the memory.", max_length=65536)
+            str | None, Field(description="The corrected text of the memory.", max_length=MAX_TEXT)
         ] = None,
         importance: Annotated[float | None, Field(ge=0, le=1)] = None,
         kind: Kind | None = None,
@@ -392,7 +417,7 @@ def _append_turn(b: Binding) -> Callable[..., Row]:
     def append_turn(
         session_id: SessionId,
         role: Literal["system", "user", "assistant", "tool"],
-        content: Annotated[str, Field(max_length=65536)],
+        content: Annotated[str, Field(max_length=MAX_TEXT)],
         user: User = None,
         protected: Annotated[
             bool, Field(description="Never cut from the window (e.g. instructions).")
@@ -440,7 +465,11 @@ def _prompt(b: Binding) -> Callable[..., str]:
     def prompt(
         session_id: SessionId,
         query: Annotated[
-            str | None, Field(description="What the next answer is about (for long-term recall).")
+            str | None,
+            Field(
+                description="What the next answer is about (for long-term recall).",
+                max_length=MAX_QUERY,
+            ),
         ] = None,
         user: User = None,
         token_budget: Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET)] = 2000,
@@ -462,11 +491,13 @@ def _start_task(b: Binding) -> Callable[..., Row]:
     def start_task(
         goal: Annotated[str, Field(min_length=1, max_length=4096)],
         plan: Annotated[
-            list[Annotated[str, Field(min_length=1)]],
+            list[Annotated[str, Field(min_length=1, max_length=4096)]],
             Field(min_length=1, max_length=MAX_PLAN_STEPS, description="The steps, in order."),
         ],
         user: User = None,
-        session_id: Annotated[str | None, Field(description="Conversation it belongs to.")] = None,
+        session_id: Annotated[
+            str | None, Field(description="Conversation it belongs to.", max_length=256)
+        ] = None,
     ) -> Row:
         """Start a task: its goal and plan are kept in working memory, so the work
         survives a crash (see resume_task). Returns the task's state with its task_id."""
@@ -480,7 +511,9 @@ def _start_task(b: Binding) -> Callable[..., Row]:
 def _resume_task(b: Binding) -> Callable[..., Row | None]:
     def resume_task(
         user: User = None,
-        session_id: Annotated[str | None, Field(description="Only this conversation.")] = None,
+        session_id: Annotated[
+            str | None, Field(description="Only this conversation.", max_length=256)
+        ] = None,
     ) -> Row | None:
         """The latest unfinished task of the user (or of a conversation), with its plan,
         current step and recorded steps; null when there is none."""

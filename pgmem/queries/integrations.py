@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["CURRENT_TENANT", "LANGGRAPH_NAMESPACES", "LOCK_LANGGRAPH_NAMESPACE"]
+__all__ = ["CURRENT_TENANT", "LANGGRAPH_NAMESPACES", "LOCK_LANGGRAPH_NAMESPACES"]
 
 # The tenant a connection acts for after binding (NULL: none); the MCP server refuses
 # to start without one.
@@ -29,11 +29,11 @@ order by m.subject
 """
 
 # A store write looks for the memory holding a key, then writes: without this lock two
-# sessions putting the same key at once would each find none and both insert. Held
-# to the end of the transaction; the tenant is part of the key, so tenants never wait
-# on each other.
-LOCK_LANGGRAPH_NAMESPACE: Final = """
-select pg_catalog.pg_advisory_xact_lock(
-    pg_catalog.hashtextextended(
-        'pgmem.langgraph:' || (select pgmem._require_tenant()) || ':' || %(subject)s::text, 0))
+# sessions putting the same key at once would each find none and both insert. It is
+# the row lock every write about a subject takes (pgmem._lock_subjects: the tenant's
+# own subjects rows, in subject order, to the end of the transaction), so no other
+# tenant can take it, as any role could an advisory key.
+LOCK_LANGGRAPH_NAMESPACES: Final = """
+select pgmem._lock_subjects((select pgmem._require_tenant()), %(subjects)s::text[],
+                            pg_catalog.now())
 """

@@ -15,7 +15,7 @@ select current_user as role, pgmem._bypasses_rls() as bypasses_rls,
 """
 DROP_TO_SERVICE: Final = "set role pgmem_service"
 LISTEN: Final = f"listen {CHANNEL}"
-CLAIM_JOBS: Final = "select * from pgmem.claim_jobs(%(limit)s)"
+CLAIM_JOBS: Final = "select * from pgmem.claim_jobs(%(limit)s, p_model => %(model)s)"
 FINISH_JOB: Final = "select pgmem.finish_job(%(tenant)s, %(inbox_id)s, %(result)s)"
 FAIL_JOB: Final = (
     "select pgmem.fail_job(%(tenant)s, %(inbox_id)s, %(error)s, %(max_attempts)s) as status"
@@ -35,7 +35,7 @@ select r.action, r.keep_id, r.other_id, r.content_changed
 from pgmem.merge(%(keep_id)s::bigint, %(other_id)s::bigint, %(content)s::text,
                  %(embedding)s::real[]) as r
 """
-CLAIM_UNEMBEDDED: Final = "select * from pgmem.claim_unembedded(%(limit)s)"
+CLAIM_UNEMBEDDED: Final = "select * from pgmem.claim_unembedded(%(limit)s, %(model)s)"
 SET_EMBEDDING: Final = (
     "select pgmem.set_embedding(%(memory_id)s::bigint, %(embedding)s::real[], %(model)s::text)"
 )

@@ -238,7 +238,10 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_role name := coalesce(p_role, ('pgmem_t_' || p_tenant)::name);
+    -- Opaque by default: role names are visible to every role (pg_roles), so
+    -- a name made of the tenant's would let any tenant list the others.
+    v_role name := coalesce(p_role, ('pgmem_t_' || pg_catalog.left(
+                                         pg_catalog.replace(pg_catalog.gen_random_uuid()::text, '-', ''), 16))::name);
 begin
     if not exists (select from pgmem.tenants as t where t.tenant_id = p_tenant) then
         raise exception 'unknown pgmem tenant: %', p_tenant
@@ -262,7 +265,7 @@ end
 $$;
 
 comment on function pgmem.create_tenant_login(text, text, name) is
-    'Creates a login role bound to one tenant (default name pgmem_t_<tenant>): it may run any SQL and still sees only its tenant''s rows.';
+    'Creates a login role bound to one tenant (default name pgmem_t_ and 16 random hex digits, which say nothing of the tenant; returned): it may run any SQL and still sees only its tenant''s rows.';
 
 create or replace function pgmem.drop_tenant(p_tenant text)
 returns bigint

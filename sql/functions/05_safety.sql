@@ -33,7 +33,8 @@
 -- Numbers stay conservative: years, dates, times, prices, quantities, GPS
 -- coordinates, git/SHA-256 digests (40 or 64 hex digits) and short ids never
 -- match. A bare 13-19 digit run counts as a bank card only when it passes the
--- Luhn check (a labelled one is redacted regardless). Patterns use explicit
+-- Luhn check (a labelled one is redacted regardless), an IBAN only when its
+-- mod-97 check holds (column luhn: the match's check digits decide). Patterns use explicit
 -- classes and look-arounds instead of \m, \M and \d, whose meaning depends on
 -- the database locale, and stay within what both PostgreSQL and Python
 -- regular expressions read alike (no \b, fixed-width look-behind only).
@@ -83,6 +84,7 @@ begin
     from (values
         (1, 'secret_candidates', 'prefilter', 'secret',
          '[0-9@]|pass|pwd|密码|口令|密碼|bearer|private key|sk-|akia|asia|agpa|aida|aroa|gh[pousr]_|github_pat_|xox|aiza|eyj'
+         || '|[ ([{]at[ )\]}]|パスワード|暗証番号|contrase|mot de passe|senha'
          || '|[sprk]k_|whsec_|hf_|glpat-|npm_|sg\.',
          null::text, 'i', false),
         (2, 'injection_candidates', 'prefilter', 'injection',
@@ -90,9 +92,20 @@ begin
          || '|longer|you|new|instruction|rule|prompt|reveal|show|print|repeat|output|display|leak|expose|dump|disclose'
          || '|tell|give|mode|jail|anything|act|behave|respond|pretend|system|inst|sys|safety|content|security|moderation'
          || '|忽略|无视|忽视|理会|管|忘记|忘掉|抛开|丢弃|遵守|遵循|听从|服从|你|从现在|泄露|透露|显示|输出|告诉|打印|展示|给我看|重复'
-         || '|发给|说出|开发者|越狱|模式|扮演|绕过|解除|跳过|作废|无效|失效|不算',
+         || '|发给|说出|开发者|越狱|模式|扮演|绕过|解除|跳过|作废|无效|失效|不算'
+         || '|call|use|invoke|run|execute|trigger|curl|rm |remember|note|memori|store|save|add|write|record|keep|put|update|change'
+         || '|modify|overwrite|rewrite|from now|dear|hey|hello|ai|llm|gpt|ignora|olvid|descarta|omite|sigas|ignorier|vergiss'
+         || '|vergessen|missachte|oublie|ahora|bist|maintenant|désormais|muestra|revela|dime|imprime|enséñame|repite|zeig|gib'
+         || '|verrate|nenne|wiederhole|affiche|montre|révèle|donne|répète|以后|记住|牢记|致|给',
          null, 'i', false),
 
+        -- What a text undone from ROT13 or reversal must hold to be read at
+        -- all: ordinary text so transformed is gibberish, and reading it with
+        -- every rule would double the cost of every write.
+        (91, 'decoded_candidates', 'prefilter', 'decoded',
+         'ignor|instruc|prompt|system|previous|disregard|forget|reveal|jailbreak|you are|rules|password|admin'
+         || '|delete|unrestricted|restriction|dan',
+         null, 'i', false),
         -- Invisible characters: soft hyphen, combining grapheme joiner,
         -- zero-width spaces and joiners, bidi marks, embeddings, overrides
         -- and isolates, invisible operators, variation selectors, BOM. A
@@ -134,6 +147,11 @@ begin
          'translate', false),
         -- The loose view: leetspeak digits to letters, separators between
         -- words to spaces, s p a c e d letters joined.
+        -- ROT13: injection rules also read the text rotated back, a view of
+        -- its own (benign text rotated is gibberish no rule reads).
+        (90, 'rot13', 'fold', 'rot13',
+         'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz',
+         'NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm', 'translate', false),
         (7, 'leet', 'fold', 'loose', '013457@$', 'oieastas', 'translate', false),
         (8, 'separators', 'fold', 'loose', '[._*|~+/\\=-]+', ' ', 'g', false),
         (9, 'spaced_letters', 'fold', 'loose', '(?<![a-z])([a-z]) +(?=[a-z](?![a-z]))', '\1', 'gi', false),
@@ -216,15 +234,86 @@ begin
          || '(are\s*(now\s*)?(void|cancell?ed|obsolete|invalid|revoked)|no\s*longer\s*apply|(do|does)\s*not\s*apply)'
          || '|你的新(任务|指令|规则|设定)(是|为|：|:)',
          null, 'i', false),
+        -- Tools turned against the user: a tool, function or command the
+        -- model is told to run on everything, to an outside address, or
+        -- without the user's consent ("call the restaurant tool" stays).
+        (19, 'tool_hijack', 'injection', null,
+         '(?<![a-z])(call|use|invoke|run|execute|trigger)\s*(the\s*|your\s*)?[a-z0-9_.-]*\s*(tool|function|api|plugin|action|command)s?(?![a-z])'
+         || '[^.!?\n]{0,80}((?<![a-z])without\s*(asking|telling|informing|notifying|confirming|confirmation|permission|consent|the\s*user)'
+         || '|(?<![a-z])all\s*(of\s*)?(the\s*)?(user''?s\s*|users''?\s*|their\s*|his\s*|her\s*)?(messages|emails|mails|files|data|contacts|history|passwords|credentials|documents|memories)'
+         || '|(?<![a-z])(the\s*)?(whole|entire)\s*(home|disk|drive|directory|database|folder|system|account|inbox|mailbox)'
+         || '|(?<![a-z])(to|at)\s*[a-z0-9._%+-]+@[a-z0-9-]+|(?<![a-z])(silently|secretly|immediately))'
+         || '|(?<![a-z])(execute|run)\s*(the\s*)?(following|this|these)\s*(shell\s*|bash\s*|system\s*|terminal\s*)?(commands?|code|script)\s*(immediately|now|:)'
+         || '|(?<![a-z])curl\s[^|\n]{1,80}\|\s*(ba|z)?sh(?![a-z])|(?<![a-z])rm\s+-rf\s+[/~]',
+         null, 'i', false),
+        -- Memory poisoning: standing orders planted for later turns and other
+        -- users ("from now on always tell users that…", "remember that the
+        -- admin said…", "store this as a permanent rule"). A user's own
+        -- wishes ("from now on call me Sam") are not aimed at others.
+        (20, 'memory_poisoning', 'injection', null,
+         '(?<![a-z])from\s*now\s*on,?\s*(you\s*(must|should|will|shall)\s*)?(always|never)\s*'
+         || '(tell|say\s*to|answer|respond\s*to|reply\s*to|recommend\s*to|claim\s*to|inform|warn|assure|mention\s*to)\s*'
+         || '(all\s*|other\s*|the\s*)?(users|everyone|anyone|people|customers|visitors|clients)'
+         || '|(?<![a-z])(remember|note|memori[sz]e|keep\s*in\s*mind|never\s*forget)\s*(that\s*)?(the\s*|your\s*)?'
+         || '(admin|administrator|admins|developers?|system|owner|operator|creator|openai|anthropic|security\s*team|it\s*department|ceo)\s*'
+         || '(said|says|has\s*said|told|wants|requires|instructed|ordered|has\s*(authori[sz]ed|approved|allowed)|authori[sz]ed|approved|allowed)'
+         || '|(?<![a-z])(store|save|add|write|record|keep|put)\s*(this|the\s*following|that)\s*(as|in|into|to)\s*(a\s*|an\s*|your\s*)?'
+         || '(permanent|core|persistent|long[ -]*term|system|standing)\s*(rule|instruction|memory|directive|policy|order)'
+         || '|(?<![a-z])(update|change|modify|overwrite|rewrite)\s*your\s*(core\s*)?(memory|memories|instructions|rules|system\s*prompt|guidelines)'
+         || '|(从现在(开始|起)|以后)[，,]?\s*(你)?(要|必须|应该)?(总是|一直|永远)(告诉|对)(所有)?(用户|别人|大家|其他人)'
+         || '|(记住|牢记)[^。！？!?\n]{0,4}(管理员|开发者|系统|老板)(说|要求|允许|授权)',
+         null, 'i', false),
+        -- Notes addressed to an AI that reads a page, mail or document.
+        (21, 'note_to_ai', 'injection', null,
+         '(?<![a-z])(note|message|instructions?|notice|attention|reminder)\s*(to|for)\s*(all\s*|any\s*)?(the\s*)?'
+         || '(ai|llm|language\s*model|chatbot|gpt|ai\s*assistant|ai\s*agent|ai\s*model)s?'
+         || '(\s*(reading|processing|summari[sz]ing|parsing|viewing|scanning|crawling)\s*this[a-z ]{0,12})?\s*[:,-]'
+         || '|(?<![a-z])if\s*you\s*are\s*(an?\s*)?(ai|llm|large\s*language\s*model|language\s*model|chatbot|gpt|ai\s*(assistant|agent|model))'
+         || '(?![a-z])[^.!?\n]{0,60}(ignore|reply|respond|answer|say|tell|send|forward|include|recommend|rate|praise|approve|must|should)'
+         || '|(?<![a-z])(dear|hey|hello|attention)\s*(ai|llm|chatbot|gpt|language\s*model|ai\s*(assistant|agent|model))\s*[,:!]'
+         || '|(?<![a-z])(ai|llm|language\s*model)\s*(assistants?|agents?|models?|systems?)?\s*(reading|processing|summari[sz]ing)\s*this'
+         || '[a-z ]{0,12}\s*(must|should|shall|are\s*instructed|need\s*to|will|have\s*to)'
+         || '|(致|给)\s*(ai|人工智能|大模型|语言模型|ai助手)[^。！？!?\n]{0,6}[：:]',
+         null, 'i', false),
+        -- The same attacks in Spanish, German and French, and English words
+        -- inside Chinese sentences.
+        (22, 'ignore_instructions_intl', 'injection', null,
+         '(?<![a-z])(ignora|ignore|olvida|olvide|descarta|omite|no\s*sigas)\s*(todas\s*|todos\s*)?((las|los)\s*)?'
+         || '((instrucciones|reglas|indicaciones|órdenes|ordenes|directrices|normas)\s*(anteriores|previas|del\s*sistema|originales|iniciales)'
+         || '|(tus|sus)\s*(instrucciones|reglas|indicaciones|directrices|normas))'
+         || '|(?<![a-z])(ignoriere|ignorier|ignorieren\s*sie|vergiss|vergessen\s*sie|missachte)\s*(alle\s*)?'
+         || '((deine|ihre|die|alle)\s*)?((bisherigen|vorherigen|vorigen|früheren|obigen|ursprünglichen)\s*)?(anweisungen|instruktionen|regeln|vorgaben|befehle|richtlinien)'
+         || '|(?<![a-z])(ignore[sz]?|oublie[sz]?)\s*(toutes\s*|tous\s*)?((les|tes|vos)\s*)?'
+         || '(instructions|consignes|règles|directives|ordres)(?![a-z])(?=[^.!?\n]{0,3}(précédentes|antérieures|ci-dessus|du\s*système|initiales|[:,.;!]|$|et\s))'
+         || '|(?<![a-z])(ahora\s*eres|ahora\s*serás|du\s*bist\s*(jetzt|nun|ab\s*sofort)|tu\s*es\s*(maintenant|désormais)|vous\s*êtes\s*(maintenant|désormais))\s*'
+         || '(un[ae]?\s*|ein[e]?\s*)?(ia\s*|ki\s*|asistente\s*|assistent\s*|assistant\s*|modelo\s*|modell\s*|modèle\s*)?'
+         || '(sin|ohne|sans)\s*(restricciones|límites|limites|reglas|filtros|einschränkungen|grenzen|regeln|filter|restrictions|règles|filtres)'
+         || '|(?<![a-z])(muestra|revela|dime|imprime|enséñame|repite)[^.!?\n]{0,20}(prompt|instrucciones)\s*(del|de)\s*sistema'
+         || '|(?<![a-z])(zeige?|gib|verrate|nenne|wiederhole)[^.!?\n]{0,20}(system-?\s*prompt|systemanweisungen|anfangsanweisungen)'
+         || '|(?<![a-z])(affiche|montre|révèle|donne|répète)[^.!?\n]{0,20}(prompt|instructions)\s*(du\s*)?système'
+         || '|(ignore|disregard|forget|忽略|无视|忽视|忘记|忘掉)\s*(掉)?\s*(所有|全部|一切|all)?\s*(的)?\s*'
+         || '(之前|以前|先前|前面|上面|以上|previous|prior|above|earlier)\s*(的)?\s*(所有|全部|all)?\s*(的)?\s*'
+         || '(instructions?|prompts?|rules|指令|指示|规则|提示词?|设定)'
+         || '|(告诉我|显示|输出|打印|泄露|透露|给我看|发给我)[^。！？!?\n]{0,10}system\s*prompt',
+         null, 'i', false),
 
         (100, 'private_key', 'secret', 'private_key',
          '-----BEGIN [A-Z ]*PRIVATE KEY-----[^-]*(-----END [A-Z ]*PRIVATE KEY-----)?',
          '[REDACTED:private_key]', 'g', false),
+        -- IBANs: country, two check digits, 11-30 capitals and digits (bank
+        -- codes may hold letters, the account digits follow), plain or in
+        -- groups of four; replaced only if the ISO 13616 mod-97 check holds
+        -- (capture group 1), before any phone, card or ID rule reads its digits.
+        (102, 'iban', 'secret', 'iban',
+         '(?<![A-Za-z0-9])([A-Z]{2}[0-9]{2}(\s?[A-Z0-9]{4})?(\s?[0-9]{4}){2}(\s?[A-Z0-9]{4}){0,5}(\s?[A-Z0-9]{1,3})?)(?![A-Za-z0-9])',
+         '[REDACTED:iban]', 'g', true),
         -- Labelled secrets keep their label: "password: [REDACTED:password]".
         -- After "is/was/:" any word counts (a password can be "love"), except
         -- words that describe the password ("is wrong", "is required").
         (110, 'password', 'secret', 'password',
-         '((?<![a-z])(password|pass\s+word|passwd|passphrase|passcode|pwd)(\s+for\s+(the\s+|my\s+)?[a-z0-9-]+)?(''s|\s*(is|was|=|:|：|-))\s*)'
+         '((?<![a-z])(password|pass\s+word|passwd|passphrase|passcode|pwd|pw|passwort|kennwort|contrase(ñ|n)a|mot\s+de\s+passe|senha)'
+         || '(\s+(for|für|de|del|du|pour)\s+(the\s+|my\s+|mein(e|em)?\s+|la\s+|le\s+|el\s+|mi\s+|mon\s+|ma\s+)?[a-z0-9-]+)?'
+         || '(''s|\s*(is|was|=|:|：|-|ist|lautet|es|est|era|était|é))\s*)'
          || '(?!(not|too|wrong|incorrect|correct|expired|required|changed|reset|the|a|an|weak|strong|saved|stored|empty|case|policy'
          || '|manager|field|length|protected|sent|set|missing|invalid|valid|ok|fine)(?![a-z-]))[^\s,;，。；、！!？?）)]+',
          '\1[REDACTED:password]', 'gi', false),
@@ -235,10 +324,11 @@ begin
         -- 密码abc123 / 密码是abc123: a password written after the Chinese
         -- label is ASCII ("密码忘了" stays).
         (112, 'password_zh', 'secret', 'password',
-         '((密码|口令|密碼)\s*(是|为|為|：|:|=)?\s*)[A-Za-z0-9!@#$%^&*_+=~-]{3,}',
+         '((密码|口令|密碼|パスワード|暗証番号)\s*(是|为|為|：|:|=|は)?\s*)[A-Za-z0-9!@#$%^&*_+=~-]{3,}',
          '\1[REDACTED:password]', 'g', false),
         (115, 'pin', 'secret', 'pin',
-         '((?<![a-z])pin(\s*code|\s*number|码|碼)?(\s+for\s+(the\s+|my\s+)?[a-z]+)?\s*(is|was|:|：|=|是|为)?\s*)[0-9]{4,8}(?![0-9])',
+         '((?<![a-z])(pin(-?\s*code|-?\s*nummer|\s*number|码|碼)?|(code|c(ó|o)digo)\s+pin)(\s+(for|de|del|der|of)\s+(the\s+|my\s+|la\s+|el\s+|mi\s+|ma\s+|meiner\s+)?[a-z]+)?'
+         || '\s*(is|was|:|：|=|是|为|ist|lautet|es|est|era)?\s*)[0-9]{4,8}(?![0-9])',
          '\1[REDACTED:pin]', 'gi', false),
         -- A labelled key needs a digit in its value: "the secret is love" stays.
         (120, 'labelled_key', 'secret', 'api_key',
@@ -281,6 +371,14 @@ begin
          || '@[A-Za-z0-9\u00C0-\u024F\u0370-\u03FF\u0400-\u04FF\u4e00-\u9fff-]+(\.[A-Za-z0-9\u00C0-\u024F\u0370-\u03FF\u0400-\u04FF\u4e00-\u9fff-]+)*'
          || '\.[A-Za-z\u00C0-\u024F\u0400-\u04FF\u4e00-\u9fff]{2,}',
          '[REDACTED:email]', 'gi', false),
+        -- Addresses spelled out against scrapers: "carol dot smith at gmail
+        -- dot com", "dave(at)example(dot)org", "erik [at] web [dot] de".
+        (141, 'email_spelled', 'secret', 'email',
+         '(?<![a-z0-9])[a-z0-9][a-z0-9_%+-]*((\s*(\.|\(dot\)|\[dot\]|\{dot\})\s*|\s+dot\s+)[a-z0-9_%+-]+)*'
+         || '(\s*(\(at\)|\[at\]|\{at\})\s*|\s+at\s+)'
+         || '[a-z0-9-]+((\s*(\.|\(dot\)|\[dot\]|\{dot\})\s*|\s+dot\s+)[a-z0-9-]+)*'
+         || '(\s*(\(dot\)|\[dot\]|\{dot\})\s*|\s+dot\s+)(com|org|net|edu|gov|io|de|fr|es|it|nl|cn|uk|jp|co|info|me|ai|ch|at)(?![a-z])',
+         '[REDACTED:email]', 'gi', false),
         -- Resident identity card of the PRC: 6-digit region, birth date
         -- 18xx-20xx, 3-digit sequence, check digit or X; spaced or dashed;
         -- the 15-digit first-generation form (yymmdd); 4-4-4-4-2 groups.
@@ -296,8 +394,9 @@ begin
          || '|(?<![0-9-])(?!000|666|9[0-9]{2})[0-9]{3}-(?!00)[0-9]{2}-(?!0000)[0-9]{4}(?![0-9-])',
          '[REDACTED:ssn]', 'gi', false),
         (155, 'passport', 'secret', 'passport',
-         '((?<![a-z])passport(\s*(number|no\.?|#|num))?|护照(号码|号)?|護照(號碼|號)?)\s*(is|:|：|=|是|为)?\s*'
-         || '[A-Za-z]{0,2}\s?[0-9]{4}\s?[0-9]{2,5}(?![0-9])',
+         '((?<![a-z])(passport|reisepass|pasaporte|passeport|passaporte)(-?\s*(number|nummer|no\.?|nr\.?|n°|n\.?º|#|num|número|numéro))?'
+         || '|(n(ú|u)mero\s+de\s+pasaporte|num(é|e)ro\s+de\s+passeport)|护照(号码|号)?|護照(號碼|號)?|パスポート(番号)?)\s*(is|:|：|=|是|为|ist|lautet|es|est|は)?\s*'
+         || '([A-Za-z]{0,3}\s?[0-9]{4}\s?[0-9]{2,5}(?![0-9])|(?=[A-Za-z0-9]{0,8}[0-9])(?=[A-Za-z0-9]{0,8}[A-Za-z])[A-Za-z0-9]{8,9}(?![A-Za-z0-9]))',
          '[REDACTED:passport]', 'gi', false),
         -- Mainland mobile 1[3-9]x xxxx xxxx (optionally +86/0086/(+86),
         -- spaced, dotted or dashed); international numbers with a leading +
@@ -332,7 +431,22 @@ begin
         (180, 'address', 'secret', 'address',
          '(?<![0-9A-Za-z])[0-9]{1,5}[A-Za-z]?(\s+[A-Z][a-z]+\.?){1,3}\s+(Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln'
          || '|Drive|Dr|Way|Court|Ct|Place|Pl|Terrace|Parkway|Pkwy|Highway|Hwy|Loop|Square|Sq|Close|Crescent)\.?(\s+(NW|NE|SW|SE|N|S|E|W))?(?![A-Za-z])'
-         || '|[\u4e00-\u9fff]{1,4}(路|街|大道|大街|巷|弄|胡同|道)([东西南北中]?段)?[0-9]{1,5}(号|號|弄)([0-9]{1,5}(号|號))?([0-9A-Za-z]{1,5}(栋|幢|座|号楼|单元|层|楼|室))*'
+         || '|[\u4e00-\u9fff]{1,4}(路|街|大道|大街|巷|弄|胡同|道)([东西南北中]?段)?[0-9]{1,5}(号|號|弄)([0-9]{1,5}(号|號))?'
+         || '([\u4e00-\u9fffA-Za-z]{0,10}[0-9A-Za-z]{1,5}(栋|幢|座|号楼|单元|层|楼|室))*'
+         -- German: "Lindenstraße 23, 50674 Köln", "Berliner Allee 104", "Am Waldrand 7, 80331 München".
+         || '|(?<![A-Za-zÄÖÜäöüß])(([A-ZÄÖÜ][a-zäöüß]+\s)?(Straße|Strasse|Weg|Gasse|Platz|Allee|Ring|Damm|Ufer|Chaussee)'
+         || '|[A-ZÄÖÜ][a-zäöüß-]*(straße|strasse|str\.|weg|gasse|platz|allee|ring|damm|ufer|chaussee))\s*[0-9]{1,4}\s?[a-z]?(?![0-9A-Za-z])'
+         || '(,?\s*[0-9]{5}\s+[A-ZÄÖÜ][a-zäöüß]+)?'
+         || '|(?<![A-Za-z])Am\s[A-ZÄÖÜ][a-zäöüß]+\s[0-9]{1,4}[a-z]?,?\s*[0-9]{5}\s+[A-ZÄÖÜ][a-zäöüß]+'
+         -- French: "14 rue des Lilas, 69003 Lyon".
+         || '|(?<![0-9])[0-9]{1,4}(\s?(bis|ter))?,?\s+([Rr]ue|[Aa]venue|[Bb]oulevard|[Pp]lace|[Aa]llée|[Ii]mpasse|[Cc]hemin|[Qq]uai)\s+'
+         || '(de\s|du\s|des\s|la\s|l''|d'')*([A-ZÀ-Ý][a-zà-ÿ''-]+\s?){1,4}(,?\s*[0-9]{5}\s+[A-ZÀ-Ý][a-zà-ÿ-]+)?'
+         -- Spanish: "Calle de Alcalá 48", "C/ Mayor 5, 28013 Madrid".
+         || '|(?<![A-Za-z])([Cc]alle|C/|[Aa]venida|Avda\.?|[Pp]laza|[Pp]aseo|[Cc]arrer)\s+(de\s+(la\s+|los\s+|las\s+)?|del\s+)?'
+         || '([A-ZÁÉÍÓÚÑ][a-záéíóúñ]+\s?){1,3},?\s*(n\.?º\s*)?[0-9]{1,4}(?![0-9])(,?\s*[0-9]{5}\s+[A-ZÁÉÍÓÚ][a-záéíóúñ]+)?'
+         -- Japanese: "大阪府大阪市北区梅田3-1-3", "東京都渋谷区神南1丁目19-11", "新宿区西新宿2-8-1".
+         || '|[\u4e00-\u9fff]{1,3}[都道府県][\u4e00-\u9fff\u3040-\u30ff]{1,12}[0-9]{1,4}(丁目|-)[0-9]{1,4}(番地?|-)?([0-9]{1,4}号?)?'
+         || '|[\u4e00-\u9fff]{1,4}[区市][\u4e00-\u9fff\u3040-\u30ff]{1,8}[0-9]{1,4}(丁目|-)[0-9]{1,4}(番地?|-)?([0-9]{1,4}号?)?'
          || '|[\u4e00-\u9fff]{2,8}(小区|花园|公寓|大厦|园区|南区|北区|新村|苑)[0-9]{1,4}(栋|幢|号楼|座)([0-9]{1,5}(室|号))?',
          '[REDACTED:address]', 'g', false)
     ) as r(rule_order, rule, category, kind, pattern, replacement, flags, luhn)
@@ -777,10 +891,12 @@ as $$
 -- expressions (no query per item). item = position in p_contents.
 -- Views of one text, each matched against every rule: the folded text,
 -- its loose view, and the same two for the decoded text of every base64
--- run (16+ characters) that decodes to UTF-8.
+-- run (16+ characters) that decodes to UTF-8, for the percent-decoded text,
+-- the text rotated by ROT13 and, for Latin-script text, the text reversed.
 declare
     -- The rules, read once a session.
     v_prefilter text := (pgmem._safety_column('prefilter', 'injection', 'pattern'))[1];
+    v_decoded_prefilter text := (pgmem._safety_column('prefilter', 'decoded', 'pattern'))[1];
     v_rules text[] := pgmem._safety_column('injection', null, 'rule');
     v_patterns text[] := pgmem._safety_column('injection', null, 'pattern');
     v_stored_p text[] := pgmem._safety_column('fold', 'stored', 'pattern');
@@ -792,6 +908,9 @@ declare
     v_loose_p text[] := pgmem._safety_column('fold', 'loose', 'pattern');
     v_loose_r text[] := pgmem._safety_column('fold', 'loose', 'replacement');
     v_loose_f text[] := pgmem._safety_column('fold', 'loose', 'flags');
+    v_rot13_p text[] := pgmem._safety_column('fold', 'rot13', 'pattern');
+    v_rot13_r text[] := pgmem._safety_column('fold', 'rot13', 'replacement');
+    v_rot13_f text[] := pgmem._safety_column('fold', 'rot13', 'flags');
     v_text text;
     v_views text[];
     v_sources text[];
@@ -832,6 +951,32 @@ begin
                 null;  -- not base64 of UTF-8 text: nothing hidden in it
             end;
         end loop;
+        -- Text hidden by a reversible transform: percent-encoding, ROT13,
+        -- written backwards (Latin script only: reversed CJK text is read
+        -- by no rule, and would double the work on every Chinese text).
+        if v_text OPERATOR(pg_catalog.~) '%[0-9A-Fa-f]{2}' then
+            begin
+                select pg_catalog.convert_from(pg_catalog.string_agg(
+                           case when m.m[1] is not null then pg_catalog.decode(pg_catalog.substr(m.m[1], 2), 'hex')
+                                else pg_catalog.convert_to(m.m[2], 'UTF8') end, ''::bytea order by m.i), 'UTF8')
+                into v_decoded
+                from pg_catalog.regexp_matches(v_text, '(%[0-9A-Fa-f]{2})|([^%]+|%)', 'g') with ordinality as m(m, i);
+                v_sources := v_sources || pgmem._safety_fold(v_decoded, v_stored_p, v_stored_r, v_stored_f);
+            exception when others then
+                null;  -- not percent-encoded UTF-8 text
+            end;
+        end if;
+        if v_text OPERATOR(pg_catalog.~) '[A-Za-z]' then
+            v_decoded := pgmem._safety_fold(v_text, v_rot13_p, v_rot13_r, v_rot13_f);
+            if v_decoded OPERATOR(pg_catalog.~*) v_decoded_prefilter then
+                v_sources := v_sources || v_decoded;
+            end if;
+            v_decoded := pg_catalog.reverse(v_text);
+            if v_text OPERATOR(pg_catalog.!~) '[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]'
+               and v_decoded OPERATOR(pg_catalog.~*) v_decoded_prefilter then
+                v_sources := v_sources || v_decoded;
+            end if;
+        end if;
         v_views := '{}';
         foreach v_source in array v_sources loop
             v_view := pgmem._safety_fold(pg_catalog.normalize(v_source, 'NFKC'), v_inj_p, v_inj_r, v_inj_f);
@@ -910,7 +1055,38 @@ $$;
 comment on function pgmem._luhn_valid(text) is
     'True when the digits of the text (separators ignored) are 13-19 long and pass the Luhn check (internal).';
 
-create or replace function pgmem._replace_luhn(p_text text, p_pattern text, p_replacement text, p_flags text)
+-- ISO 13616: the country and check digits moved to the end, letters as
+-- 10..35, the number mod 97 is 1. Numeric holds the up to 70 digits.
+create or replace function pgmem._iban_valid(p_text text)
+returns boolean
+language plpgsql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_iban text := pg_catalog.upper(pg_catalog.regexp_replace(p_text, '[^A-Za-z0-9]', '', 'g'));
+    v_digits text;
+begin
+    if pg_catalog.length(v_iban) not between 15 and 34 or v_iban !~ '^[A-Z]{2}[0-9]{2}[A-Z0-9]+$' then
+        return false;
+    end if;
+    v_iban := pg_catalog.substr(v_iban, 5) || pg_catalog.left(v_iban, 4);
+    select pg_catalog.string_agg(case when c.ch between 'A' and 'Z' then (pg_catalog.ascii(c.ch) - 55)::text else c.ch end,
+                                 '' order by c.i)
+    into v_digits
+    from pg_catalog.unnest(pg_catalog.string_to_array(v_iban, null)) with ordinality as c (ch, i);
+    return pg_catalog.mod(v_digits::numeric, 97) = 1;
+end
+$$;
+
+comment on function pgmem._iban_valid(text) is
+    'True when the text (separators ignored) is an IBAN of 15-34 characters whose mod-97 check (ISO 13616) holds (internal).';
+
+-- Before IBANs it knew only the Luhn check.
+drop function if exists pgmem._replace_luhn(text, text, text, text);
+
+create or replace function pgmem._replace_checked(p_text text, p_pattern text, p_replacement text, p_flags text, p_kind text)
 returns text
 language plpgsql
 immutable strict parallel safe
@@ -921,10 +1097,11 @@ declare
     v_result text := p_text;
     v_match text;
 begin
-    -- regexp_replace cannot test each match: replace the Luhn-valid ones
-    -- (capture group 1 of the pattern) one by one.
+    -- regexp_replace cannot test each match: replace the ones whose check
+    -- digits hold (capture group 1 of the pattern) one by one: mod 97 for
+    -- an IBAN, Luhn for a card number.
     for v_match in select m.m[1] from pg_catalog.regexp_matches(p_text, p_pattern, p_flags) as m(m) loop
-        if pgmem._luhn_valid(v_match) then
+        if (case p_kind when 'iban' then pgmem._iban_valid(v_match) else pgmem._luhn_valid(v_match) end) then
             v_result := pg_catalog.replace(v_result, v_match, p_replacement);
         end if;
     end loop;
@@ -932,8 +1109,8 @@ begin
 end
 $$;
 
-comment on function pgmem._replace_luhn(text, text, text, text) is
-    'Replaces the matches of a card-number pattern that pass the Luhn check (internal; used for rules with luhn = true).';
+comment on function pgmem._replace_checked(text, text, text, text, text) is
+    'Replaces the matches of a number pattern whose check digits hold: mod 97 for p_kind iban, Luhn otherwise (internal; used for rules with luhn = true).';
 
 create or replace function pgmem._redact_many(p_contents text[])
 returns table(item integer, content text, kinds text[])
@@ -984,7 +1161,7 @@ begin
                 if not v_luhn[v_r] then
                     v_new := pg_catalog.regexp_replace(content, v_patterns[v_r], v_replacements[v_r], v_flags[v_r]);
                 elsif content OPERATOR(pg_catalog.~) v_patterns[v_r] then
-                    v_new := pgmem._replace_luhn(content, v_patterns[v_r], v_replacements[v_r], v_flags[v_r]);
+                    v_new := pgmem._replace_checked(content, v_patterns[v_r], v_replacements[v_r], v_flags[v_r], v_kinds[v_r]);
                 else
                     continue;
                 end if;

@@ -222,12 +222,17 @@ begin
     update pgmem.memories as m
     set status = 'deleted', status_changed_at = v_now, updated_at = v_now
     where m.tenant_id = v_row.tenant_id and m.memory_id = any (v_ids) and m.status <> 'deleted';
+    -- Nor may a copy of the text tell it: the session's turns, its
+    -- summaries and the queue are scrubbed too.
+    perform pgmem._scrub_forgotten(v_row.tenant_id, v_row.subject,
+                                   array(select m.content from pgmem.memories as m
+                                         where m.tenant_id = v_row.tenant_id and m.memory_id = any (v_ids)));
     return true;
 end
 $$;
 
 comment on function pgmem.forget(bigint, timestamptz) is
-    'Soft-deletes a memory (status deleted; recall no longer returns it, history keeps it), and with it the stated turn it was extracted from or the facts extracted from it (derived_from links), each with its own delete event. Returns false if it was deleted already; PM022 for an id this tenant does not have. To remove data for good use pgmem.erase_subject.';
+    'Soft-deletes a memory (status deleted; recall no longer returns it, history keeps it until purge scrubs it), and with it the stated turn it was extracted from or the facts extracted from it (derived_from links), each with its own delete event; their texts'' copies in the subject''s session turns, extractive summaries and inbox turn jobs become [forgotten]. Returns false if it was deleted already; PM022 for an id this tenant does not have. To remove data for good use pgmem.erase_subject.';
 
 create or replace function pgmem.pin(p_memory_id bigint, p_pinned boolean default true, p_now timestamptz default null)
 returns boolean

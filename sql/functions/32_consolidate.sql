@@ -437,6 +437,8 @@ begin
     -- enough episodes to consolidate and some came of age since its last
     -- job looked (payload.now), and no job of its is pending. The job is
     -- due at once (available_at is the real clock, even under a moved one).
+    -- payload.now is read leniently: a tenant's own malformed row (written
+    -- before the inbox guard checked it) must not fail the job for all.
     insert into pgmem.inbox (tenant_id, job, subject, payload, available_at, created_at)
     select d.tenant_id, 'consolidate', d.subject, pg_catalog.jsonb_build_object('now', v_now),
            pg_catalog.now(), pg_catalog.now()
@@ -455,7 +457,8 @@ begin
     where not exists (select from pgmem.inbox as i
                       where i.tenant_id = d.tenant_id and i.subject = d.subject and i.job = 'consolidate'
                         and (i.status = 'pending'
-                             or (i.payload ->> 'now')::timestamptz - d.consolidate_after >= d.newest))
+                             or pgmem._timestamptz_or_null(i.payload ->> 'now') - d.consolidate_after
+                                >= d.newest))
     order by d.tenant_id, d.subject;
     get diagnostics v_marked = row_count;
     if v_marked > 0 then

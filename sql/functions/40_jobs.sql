@@ -12,7 +12,10 @@
 --     row or more says so in its message and raises a WARNING;
 --   * runs the set-based function of 30_lifecycle.sql over every tenant and
 --     records counts and duration in pgmem.job_runs ('ok', or 'failed' with
---     the error: a failing job is recorded, not lost with a rollback).
+--     the error: a failing job is recorded, not lost with a rollback). When
+--     the set-based statement fails, the job runs again tenant by tenant,
+--     each in a subtransaction: one tenant's bad rows fail only its part (a
+--     failed run with its tenant_id) and never the others' maintenance.
 -- Who may call what:
 --   * pgmem.job_runs is cluster-wide history: pgmem_admin writes it (through
 --     run_job), pgmem_readonly reads it, tenant roles have no rights on it;
@@ -34,11 +37,12 @@ as $$
     -- (short-term and working memory: idle sessions, old turns, expired
     -- tasks) touches none of their tables. consolidate only queues work for
     -- the worker (32_consolidate.sql), over what the others left active.
-    select array['archive', 'decay', 'capacity', 'purge', 'sessions', 'consolidate']
+    -- watchdog ends tenant sessions idle in a transaction past their limit.
+    select array['archive', 'decay', 'capacity', 'purge', 'sessions', 'consolidate', 'watchdog']
 $$;
 
 comment on function pgmem._job_names() is
-    'The maintenance jobs pgmem.run_job knows, in the order pgmem.maintain runs them: archive, decay, capacity, purge, sessions, consolidate (internal).';
+    'The maintenance jobs pgmem.run_job knows, in the order pgmem.maintain runs them: archive, decay, capacity, purge, sessions, consolidate, watchdog (internal).';
 
 -- Replaced by a row lock in pgmem._job_locks (issue 8): anyone can compute
 -- and hold an advisory key, and holding it switched maintenance off.
@@ -69,6 +73,43 @@ $$;
 comment on function pgmem._job_lock_holder(text) is
     'Which session holds a maintenance job''s row in pgmem._job_locks, for the message of a skipped run (internal).';
 
+-- A tenant's limits must hold whatever the tenant sets: its login role's
+-- idle_in_transaction_session_timeout is only a default it may change
+-- (ALTER ROLE itself, SET), and a transaction left open holds back VACUUM
+-- of every tenant's dead rows. The limit here is settings'
+-- max_idle_in_transaction, which only pgmem_admin writes. Ending a backend
+-- needs pg_signal_backend and seeing its state pg_read_all_stats (granted to
+-- pgmem_admin by the migration, when a superuser runs it); superuser
+-- sessions are never signalled.
+create or replace function pgmem.end_idle_transactions(p_tenant text default null)
+returns bigint
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_ended bigint;
+begin
+    select pg_catalog.count(*) filter (where pg_catalog.pg_terminate_backend(a.pid))
+    into v_ended
+    from pg_catalog.pg_stat_activity as a
+    join pgmem._tenant_logins as l on l.role_name = a.usename
+    join pgmem.settings as s on s.tenant_id = l.tenant_id
+    where (p_tenant is null or l.tenant_id = p_tenant)
+      and a.state in ('idle in transaction', 'idle in transaction (aborted)')
+      and a.state_change < pg_catalog.clock_timestamp() - s.max_idle_in_transaction
+      and a.pid <> pg_catalog.pg_backend_pid();
+    if v_ended > 0 then
+        raise log 'pgmem watchdog ended % tenant session(s) idle in a transaction past settings.max_idle_in_transaction', v_ended;
+    end if;
+    return v_ended;
+end
+$$;
+
+comment on function pgmem.end_idle_transactions(text) is
+    'Terminates the backends of tenant login roles (of p_tenant, or every tenant) idle in a transaction for longer than their tenant''s settings.max_idle_in_transaction, whatever timeout the session set itself; returns how many. The watchdog job runs it every minute. pgmem_admin only.';
+
 create or replace function pgmem._job_counts(p_job text, p_now timestamptz, p_tenant text)
 returns jsonb
 language plpgsql
@@ -85,6 +126,7 @@ begin
         when 'sessions' then (select pg_catalog.to_jsonb(r) from pgmem.expire_sessions(p_now, p_tenant) as r)
                              || pg_catalog.jsonb_build_object('expired_tasks', pgmem.expire_tasks(p_now, p_tenant))
         when 'consolidate' then pg_catalog.jsonb_build_object('subjects', pgmem.mark_consolidation(p_now, p_tenant))
+        when 'watchdog' then pg_catalog.jsonb_build_object('ended', pgmem.end_idle_transactions(p_tenant))
     end;
 end
 $$;
@@ -117,6 +159,10 @@ declare
     v_state text;
     v_skips bigint;
     v_tenant text;
+    v_each boolean;
+    v_failed pgmem.job_runs[] := '{}';
+    v_tried integer;
+    v_part_started timestamptz;
     v_run pgmem.job_runs;
 begin
     if p_job is null or not p_job = any (pgmem._job_names()) then
@@ -152,28 +198,74 @@ begin
         end if;
     else
         begin
-            if p_tenant is null and pgmem._distributed() then
-                -- Citus: one tenant at a time, the tenant a constant, so every
-                -- statement is routed to the one shard holding it (Citus
-                -- refuses multi-shard FOR UPDATE); the counts are summed. Still
-                -- one run under the one lock, all or nothing. On one server the
-                -- set-based statement covers every tenant at once.
-                for v_tenant in select t.tenant_id from pgmem.tenants as t order by t.tenant_id loop
-                    select coalesce(pg_catalog.jsonb_object_agg(
-                               c.key, coalesce((v_counts ->> c.key)::bigint, 0) + (c.value #>> '{}')::bigint), '{}')
-                    into v_counts
-                    from pg_catalog.jsonb_each(pgmem._job_counts(p_job, p_now, v_tenant)) as c;
-                end loop;
+            if p_tenant is null and not pgmem._distributed() then
+                -- One set-based statement covers every tenant at once.
+                begin
+                    v_counts := pgmem._job_counts(p_job, p_now, null);
+                    v_each := false;
+                exception when others then
+                    -- Some tenant's rows fail it; the statement's work is
+                    -- rolled back to here and the job goes tenant by tenant,
+                    -- so that only that tenant's part fails.
+                    v_each := true;
+                end;
             else
-                v_counts := pgmem._job_counts(p_job, p_now, p_tenant);
+                -- Citus: one tenant at a time, the tenant a constant, so
+                -- every statement is routed to the one shard holding it
+                -- (Citus refuses multi-shard FOR UPDATE).
+                v_each := p_tenant is null;
+                if not v_each then
+                    v_counts := pgmem._job_counts(p_job, p_now, p_tenant);
+                end if;
+            end if;
+            if v_each then
+                -- Each tenant in its own subtransaction: a tenant whose rows
+                -- fail the job gets a failed run of its own (tenant_id set)
+                -- and the others' work stands; the counts are summed. When
+                -- every tenant fails, the failure is not a tenant's: the run
+                -- fails, as a set-based one would.
+                v_counts := '{}';
+                v_tried := 0;
+                for v_tenant in select t.tenant_id from pgmem.tenants as t order by t.tenant_id loop
+                    v_tried := v_tried + 1;
+                    v_part_started := pg_catalog.clock_timestamp();
+                    begin
+                        select coalesce(pg_catalog.jsonb_object_agg(
+                                   c.key, coalesce((v_counts ->> c.key)::bigint, 0) + (c.value #>> '{}')::bigint),
+                                   '{}')
+                        into v_counts
+                        from pg_catalog.jsonb_each(pgmem._job_counts(p_job, p_now, v_tenant)) as c;
+                    exception when others then
+                        get stacked diagnostics v_state = returned_sqlstate;
+                        v_failed := v_failed || row(null, p_job, v_tenant, 'failed',
+                                                    pg_catalog.jsonb_build_object('sqlstate', v_state), sqlerrm,
+                                                    v_part_started, pg_catalog.clock_timestamp(), null)::pgmem.job_runs;
+                    end;
+                end loop;
+                if pg_catalog.cardinality(v_failed) = v_tried and v_tried > 0 then
+                    v_status := 'failed';
+                    v_counts := v_failed[1].counts;
+                    v_message := v_failed[1].message;
+                    raise warning 'pgmem job % failed: % (SQLSTATE %)', p_job, v_message, v_counts ->> 'sqlstate';
+                elsif v_failed <> '{}' then
+                    insert into pgmem.job_runs (job, tenant_id, status, counts, message, started_at, finished_at)
+                    select f.job, f.tenant_id, f.status, f.counts, f.message, f.started_at, f.finished_at
+                    from pg_catalog.unnest(v_failed) as f;
+                    v_counts := v_counts || pg_catalog.jsonb_build_object('failed_tenants', pg_catalog.cardinality(v_failed));
+                    v_message := pg_catalog.format('failed for %s tenant(s): %s (each has a failed run of its own)',
+                                                   pg_catalog.cardinality(v_failed),
+                                                   (select pg_catalog.string_agg(f.tenant_id, ', ' order by f.tenant_id)
+                                                    from pg_catalog.unnest(v_failed) as f));
+                    raise warning 'pgmem job %: %', p_job, v_message;
+                end if;
             end if;
             if p_job = 'purge' then
                 -- The run history is pruned with the rest; 90 days answers
                 -- "did the jobs run, how long did they take" with room to spare.
                 delete from pgmem.job_runs as j where j.started_at < p_now - interval '90 days';
             end if;
-            if p_now <> pg_catalog.now() then
-                v_message := pg_catalog.format('as of %s (moved clock)', p_now);
+            if p_now <> pg_catalog.now() and v_status = 'ok' then
+                v_message := pg_catalog.concat_ws('; ', v_message, pg_catalog.format('as of %s (moved clock)', p_now));
             end if;
         exception when others then
             -- The job's changes are rolled back to here; the failure is
@@ -194,7 +286,7 @@ end
 $$;
 
 comment on function pgmem.run_job(text, timestamptz, text) is
-    'Runs one maintenance job (decay, archive, capacity, purge, sessions, consolidate) over every tenant (or p_tenant) under its row lock in pgmem._job_locks (skip locked), and records it in pgmem.job_runs: ok with counts, skipped (lock held elsewhere) or failed with the error. Returns the recorded row; on a replica returns a skipped row at once and records nothing. pgmem_admin only.';
+    'Runs one maintenance job (decay, archive, capacity, purge, sessions, consolidate, watchdog) over every tenant (or p_tenant) under its row lock in pgmem._job_locks (skip locked), and records it in pgmem.job_runs: ok with counts, skipped (lock held elsewhere) or failed with the error; a tenant whose rows fail the job gets a failed run of its own (counts.failed_tenants, message) while the others are maintained. Returns the recorded row; on a replica returns a skipped row at once and records nothing. pgmem_admin only.';
 
 create or replace procedure pgmem.run_scheduled_job(p_job text)
 language plpgsql
@@ -233,14 +325,16 @@ as $$
 $$;
 
 comment on function pgmem.maintain(timestamptz, text) is
-    'Runs every maintenance job now, in order (archive, decay, capacity, purge, sessions, consolidate), in the caller''s transaction; returns the recorded runs. `pgmem maintain` runs them one transaction each. pgmem_admin only.';
+    'Runs every maintenance job now, in order (archive, decay, capacity, purge, sessions, consolidate, watchdog), in the caller''s transaction; returns the recorded runs. `pgmem maintain` runs them one transaction each. pgmem_admin only.';
 
 -- The four-schedule forms predate the sessions job, the five-schedule ones
--- the consolidate job.
+-- the consolidate job, the six-schedule ones the watchdog.
 drop function if exists pgmem.schedule(text, text, text, text);
 drop function if exists pgmem.cron_plan(text, text, text, text);
 drop function if exists pgmem.schedule(text, text, text, text, text);
 drop function if exists pgmem.cron_plan(text, text, text, text, text);
+drop function if exists pgmem.schedule(text, text, text, text, text, text);
+drop function if exists pgmem.cron_plan(text, text, text, text, text, text);
 
 create or replace function pgmem.cron_plan(
     p_decay text default '7 * * * *',
@@ -248,7 +342,8 @@ create or replace function pgmem.cron_plan(
     p_capacity text default '27 3 * * *',
     p_purge text default '37 3 * * *',
     p_sessions text default '*/15 * * * *',
-    p_consolidate text default '47 3 * * *'
+    p_consolidate text default '47 3 * * *',
+    p_watchdog text default '* * * * *'
 )
 returns table (job text, jobname text, schedule text, command text)
 language sql
@@ -259,17 +354,19 @@ as $$
     -- Defaults: decay hourly; archive, capacity and purge once a day at
     -- night, ten minutes apart so each sees the previous one's result;
     -- sessions every 15 minutes, so an expired task is cancelled soon after;
-    -- consolidate nightly after purge, for the worker to write insights.
+    -- consolidate nightly after purge, for the worker to write insights;
+    -- watchdog every minute, so an idle open transaction ends soon after its limit.
     -- Minute-level cron syntax only: pg_cron 1.4 (Debian 12) has no seconds.
     select j.job, 'pgmem-' || j.job, j.schedule,
            pg_catalog.format('call pgmem.run_scheduled_job(%L)', j.job)
     from (values (1, 'decay', p_decay), (2, 'archive', p_archive),
                  (3, 'capacity', p_capacity), (4, 'purge', p_purge),
-                 (5, 'sessions', p_sessions), (6, 'consolidate', p_consolidate)) as j (position, job, schedule)
+                 (5, 'sessions', p_sessions), (6, 'consolidate', p_consolidate),
+                 (7, 'watchdog', p_watchdog)) as j (position, job, schedule)
     order by j.position
 $$;
 
-comment on function pgmem.cron_plan(text, text, text, text, text, text) is
+comment on function pgmem.cron_plan(text, text, text, text, text, text, text) is
     'The pg_cron jobs pgmem.schedule() installs: job, cron job name, schedule (NULL = not scheduled) and command. Useful to schedule from another database with cron.schedule_in_database.';
 
 create or replace function pgmem._require_cron(p_for text)
@@ -318,7 +415,8 @@ create or replace function pgmem.schedule(
     p_capacity text default '27 3 * * *',
     p_purge text default '37 3 * * *',
     p_sessions text default '*/15 * * * *',
-    p_consolidate text default '47 3 * * *'
+    p_consolidate text default '47 3 * * *',
+    p_watchdog text default '* * * * *'
 )
 returns table (job text, jobname text, schedule text, command text, jobid bigint)
 language plpgsql
@@ -332,17 +430,17 @@ begin
     -- since cron.schedule upserts by job name, updated in place.
     perform cron.unschedule(c.jobid)
     from cron.job as c
-    join pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions, p_consolidate) as p on p.jobname = c.jobname
+    join pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions, p_consolidate, p_watchdog) as p on p.jobname = c.jobname
     where p.schedule is null and c.database = pg_catalog.current_database();
     return query
     select p.job, p.jobname, p.schedule, p.command,
            case when p.schedule is not null then cron.schedule(p.jobname, p.schedule, p.command) end
-    from pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions, p_consolidate) as p;
+    from pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions, p_consolidate, p_watchdog) as p;
 end
 $$;
 
-comment on function pgmem.schedule(text, text, text, text, text, text) is
-    'Installs (or updates) the pg_cron jobs pgmem-decay (default hourly), pgmem-archive, pgmem-capacity, pgmem-purge and pgmem-consolidate (daily), pgmem-sessions (every 15 minutes); a NULL schedule removes that job. Each runs pgmem.run_job as the calling role. Raises PM036 with a way out when pg_cron is not installed in this database.';
+comment on function pgmem.schedule(text, text, text, text, text, text, text) is
+    'Installs (or updates) the pg_cron jobs pgmem-decay (default hourly), pgmem-archive, pgmem-capacity, pgmem-purge and pgmem-consolidate (daily), pgmem-sessions (every 15 minutes), pgmem-watchdog (every minute); a NULL schedule removes that job. Each runs pgmem.run_job as the calling role. Raises PM036 with a way out when pg_cron is not installed in this database.';
 
 create or replace function pgmem.unschedule()
 returns bigint

@@ -73,7 +73,34 @@ $$;
 comment on function pgmem.enqueue(text, jsonb, text, text, jsonb, timestamptz, double precision, timestamptz) is
     'Queues a conversation turn (JSON array of {role, content}, or a string) for the worker to extract, embed and remember; returns the inbox id and wakes workers (NOTIFY pgmem_inbox). p_confidence and p_expires_at, when given, apply to every fact of the turn (PM026, PM027 as in remember).';
 
-create or replace function pgmem.claim_jobs(p_limit integer default 16, p_now timestamptz default null)
+-- Before it took the worker's model it had two arguments.
+drop function if exists pgmem.claim_jobs(integer, timestamptz);
+
+-- Whether a worker embedding with p_model may take a job: a re-embed job
+-- names its model; every other job embeds with the tenant's
+-- (settings.embedding_model, NULL until the first worker records its own).
+-- A worker on another model would fail the job with PM025 and spend its
+-- retries, so it never claims it.
+create or replace function pgmem._job_fits_model(p_job text, p_payload jsonb, p_tenant_model text, p_model text)
+returns boolean
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select p_model is null
+        or case when p_job = 'embed' and p_payload ? 'reembed' then p_payload ->> 'reembed' = p_model
+                else coalesce(p_tenant_model = p_model, true) end
+$$;
+
+comment on function pgmem._job_fits_model(text, jsonb, text, text) is
+    'Whether a worker embedding with p_model may claim an inbox job (p_job, p_payload) of a tenant on p_tenant_model: a re-embed job of that model, or any other job of a tenant on that model or with none recorded yet; true for a NULL p_model (internal).';
+
+create or replace function pgmem.claim_jobs(
+    p_limit integer default 16,
+    p_now timestamptz default null,
+    p_model text default null
+)
 returns setof pgmem.inbox
 language plpgsql
 volatile
@@ -82,26 +109,88 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_tenant text := pgmem.current_tenant();
+    v_due timestamptz := coalesce(p_now, pg_catalog.now());
+    v_limit integer := greatest(coalesce(p_limit, 16), 1);
+    v_tenants text[];
+    v_claimed bigint[] := '{}';
+    v_taken integer;
+    v_job pgmem.inbox;
+    v_t text;
+    v_model text;
 begin
     -- Rows stay locked until the caller's transaction ends: the caller
     -- marks them done or failed in that same transaction. RLS applies: a
     -- BYPASSRLS worker serves every tenant, a tenant-bound one its own.
-    -- The bound tenant is also named in the WHERE clause (RLS filters the
-    -- same rows): on Citus that routes the locking read to the tenant's shard,
-    -- where a multi-shard FOR UPDATE is refused (docs/scaling.md).
-    return query
-    select i.*
-    from pgmem.inbox as i
-    where i.status = 'pending' and i.available_at <= coalesce(p_now, pg_catalog.now())
-      and (v_tenant is null or i.tenant_id = v_tenant)
-    order by i.available_at, i.inbox_id
-    limit greatest(p_limit, 1)
-    for update skip locked;
+    if v_tenant is not null or pgmem._distributed() then
+        -- One tenant (or Citus, where a worker is bound to one): its queue in
+        -- order. The bound tenant is also named in the WHERE clause (RLS
+        -- filters the same rows): on Citus that routes the locking read to
+        -- the tenant's shard, where a multi-shard FOR UPDATE is refused
+        -- (docs/scaling.md).
+        -- The tenant's model is read here, a constant in the locking read.
+        v_model := (select s.embedding_model from pgmem.settings as s where s.tenant_id = v_tenant);
+        return query
+        select i.*
+        from pgmem.inbox as i
+        where i.status = 'pending' and i.available_at <= v_due
+          and (v_tenant is null or i.tenant_id = v_tenant)
+          and (v_tenant is null or pgmem._job_fits_model(i.job, i.payload, v_model, p_model))
+        order by i.available_at, i.inbox_id
+        limit v_limit
+        for update skip locked;
+        return;
+    end if;
+    -- Every tenant: round robin, one job per tenant per round, tenants in the
+    -- order their oldest due job has waited. A tenant's flood fills only the
+    -- places no other tenant wants; it cannot push another's turn back. The
+    -- tenants with pending work come from a loose scan of inbox_pending (one
+    -- probe per tenant, however long its queue).
+    with recursive queued (tenant_id) as (
+        (select i.tenant_id from pgmem.inbox as i where i.status = 'pending'
+         order by i.tenant_id limit 1)
+        union all
+        select (select i.tenant_id from pgmem.inbox as i
+                where i.status = 'pending' and i.tenant_id > q.tenant_id
+                order by i.tenant_id limit 1)
+        from queued as q
+        where q.tenant_id is not null
+    )
+    select pg_catalog.array_agg(w.tenant_id order by w.oldest, w.tenant_id)
+    into v_tenants
+    from (select q.tenant_id,
+                 (select pg_catalog.min(i.available_at) from pgmem.inbox as i
+                  where i.tenant_id = q.tenant_id and i.status = 'pending' and i.available_at <= v_due) as oldest
+          from queued as q
+          where q.tenant_id is not null) as w
+    where w.oldest is not null;
+    while v_tenants is not null and pg_catalog.cardinality(v_claimed) < v_limit loop
+        v_taken := 0;
+        foreach v_t in array v_tenants loop
+            exit when pg_catalog.cardinality(v_claimed) >= v_limit;
+            v_model := (select s.embedding_model from pgmem.settings as s where s.tenant_id = v_t);
+            select i.* into v_job
+            from pgmem.inbox as i
+            where i.tenant_id = v_t and i.status = 'pending' and i.available_at <= v_due
+              and i.inbox_id <> all (v_claimed)
+              and pgmem._job_fits_model(i.job, i.payload, v_model, p_model)
+            order by i.available_at, i.inbox_id
+            limit 1
+            for update skip locked;
+            if found then
+                v_claimed := v_claimed || v_job.inbox_id;
+                v_taken := v_taken + 1;
+                return next v_job;
+            else
+                v_tenants := pg_catalog.array_remove(v_tenants, v_t);
+            end if;
+        end loop;
+        exit when v_taken = 0;
+    end loop;
 end
 $$;
 
-comment on function pgmem.claim_jobs(integer, timestamptz) is
-    'Locks up to p_limit pending inbox jobs that are due (FOR UPDATE SKIP LOCKED); finish each with pgmem.finish_job or pgmem.fail_job in the same transaction.';
+comment on function pgmem.claim_jobs(integer, timestamptz, text) is
+    'Locks up to p_limit pending inbox jobs that are due (FOR UPDATE SKIP LOCKED), taking one job per tenant in turn (the tenant waiting longest first) so that no tenant''s queue delays another''s; with p_model, only jobs a worker embedding with that model can do (pgmem._job_fits_model). Finish each with pgmem.finish_job or pgmem.fail_job in the same transaction.';
 
 create or replace function pgmem.finish_job(p_tenant text, p_inbox_id bigint, p_result jsonb default '{}')
 returns void

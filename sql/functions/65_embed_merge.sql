@@ -13,7 +13,10 @@
 -- embedding, PM022 unknown memory id), and
 --   PM060  pgmem.merge given one id twice, or memories of two subjects.
 
-create or replace function pgmem.claim_unembedded(p_limit integer default 64)
+-- Before it took the worker's model it had one argument.
+drop function if exists pgmem.claim_unembedded(integer);
+
+create or replace function pgmem.claim_unembedded(p_limit integer default 64, p_model text default null)
 returns table (tenant_id text, memory_id bigint, subject text, content text)
 language plpgsql
 volatile
@@ -22,6 +25,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_tenant text := pgmem.current_tenant();
+    v_model text;
 begin
     -- FOR NO KEY UPDATE (what the UPDATE in set_embedding takes) keeps
     -- concurrent inserts of memory_links (foreign-key checks) unblocked;
@@ -30,19 +34,36 @@ begin
     -- sees every tenant, a tenant-bound one its own. The bound tenant is
     -- named in the WHERE clause too: on Citus that routes the locking read to
     -- the tenant's shard (docs/scaling.md).
+    -- Only tenants on the worker's model (or none recorded yet): another
+    -- model's vector would be refused (PM025).
+    if v_tenant is not null then
+        -- The tenant's model a constant: Citus routes the read to one shard.
+        v_model := (select s.embedding_model from pgmem.settings as s where s.tenant_id = v_tenant);
+        return query
+        select m.tenant_id, m.memory_id, m.subject, m.content
+        from pgmem.memories as m
+        where m.status = 'active' and m.embedding is null and m.tenant_id = v_tenant
+          and pgmem._job_fits_model(null, null, v_model, p_model)
+        order by m.memory_id
+        limit greatest(p_limit, 1)
+        for no key update of m skip locked;
+        return;
+    end if;
     return query
     select m.tenant_id, m.memory_id, m.subject, m.content
     from pgmem.memories as m
     where m.status = 'active' and m.embedding is null
-      and (v_tenant is null or m.tenant_id = v_tenant)
+      and (p_model is null
+           or coalesce((select s.embedding_model = p_model from pgmem.settings as s
+                        where s.tenant_id = m.tenant_id), true))
     order by m.memory_id
     limit greatest(p_limit, 1)
     for no key update of m skip locked;
 end
 $$;
 
-comment on function pgmem.claim_unembedded(integer) is
-    'Locks up to p_limit active memories without an embedding (FOR NO KEY UPDATE SKIP LOCKED), oldest first; give each its vector with pgmem.set_embedding in the same transaction.';
+comment on function pgmem.claim_unembedded(integer, text) is
+    'Locks up to p_limit active memories without an embedding (FOR NO KEY UPDATE SKIP LOCKED), oldest first, of tenants on p_model (or with no model recorded; every tenant when NULL); give each its vector with pgmem.set_embedding in the same transaction.';
 
 
 create or replace function pgmem.set_embedding(

@@ -5,27 +5,33 @@
 -- * memories: an embedding must have a usable norm (PM017, for every
 --   writer: a degenerate stored vector would match every later fact); for
 --   app roles, content and the other free-text fields are size-checked
---   (PM012, PM023), content carrying a prompt injection is refused (PM024)
---   and content, triple object, session, agent and metadata strings are
---   redacted with the same rules as pgmem.remember (pgmem.safety_rules()).
+--   (PM012, PM023), content, agent, session or metadata strings carrying a
+--   prompt injection are refused (PM024), and content, triple, session,
+--   agent and metadata strings are redacted with the same rules as
+--   pgmem.remember (pgmem.safety_rules()), which applies them itself.
 -- * memory_events: an app role cannot forge history: actor is the role that
---   writes, and the content columns are redacted.
--- * inbox: an app role's payloads are size-checked (PM040) and redacted when
---   written, so raw turns with secrets never rest in the queue.
--- * sessions (revision 0005): agent_id 256 characters (PM023), redacted,
---   as on memories and inbox.
+--   writes, and the content columns and details are redacted.
+-- * inbox: payloads are redacted for every writer, so raw turns with
+--   secrets never rest in the queue; an app role's are size-checked (PM040),
+--   a consolidate job's payload.now must be a finite time, last_error is
+--   bounded, and its jobs are due no earlier than now (queue order is not
+--   the tenant's to set).
+-- * sessions (revision 0005): agent_id redacted, 256 characters (PM023).
 -- * session_messages (revision 0005): an app role's turn is checked as
 --   pgmem.append_message checks it (role PM071, empty PM011, max_turn_bytes
---   PM072, metadata size PM023), its content and metadata strings are
---   redacted, and its token count is computed, not taken from the writer.
--- * tasks, task_steps (revision 0005): size limits on the goal, outcome and
---   learned rule (max_content_bytes, PM012), plan and variables (64 KB of
---   JSON, PM023), step observations and results (max_turn_bytes, PM072).
---   Scratch state is not redacted: the agent may need the address it is
---   about to write to; what a task leaves in long-term memory goes through
---   pgmem.remember, which redacts, and finish_task clears the rest.
--- Roles that bypass row-level security (pgmem_admin: migrations and
--- maintenance) are trusted with everything but the embedding check.
+--   PM072, metadata size PM023); for every writer its content and metadata
+--   strings are redacted and its token count is computed, not taken from
+--   the writer.
+-- * session_summaries (revision 0020): for every writer, max_turn_bytes
+--   (PM072), redaction, and lines the injection rules flag withheld.
+-- * tasks, task_steps (revision 0005): goal, outcome, learned rule, plan,
+--   variables, step observations and results redacted for every writer;
+--   size limits for app roles (max_content_bytes PM012, 64 KB of JSON
+--   PM023, max_turn_bytes PM072).
+-- Redaction does not depend on who connects (the embedded quick-start
+-- server connects as a superuser). Roles that bypass row-level security
+-- (pgmem_admin: migrations and maintenance) are otherwise trusted with the
+-- size and injection checks; pgmem's functions apply those for everyone.
 -- memories_guard fires on updates of the columns it checks only (revision
 -- 0006): decay, archive and reinforcement do not pay a call per row.
 --
@@ -141,6 +147,8 @@ immutable parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    v_rule text;
 begin
     perform pgmem._check_field_length('session_id', p_session_id, 256),
             pgmem._check_field_length('agent_id', p_agent_id, 256),
@@ -148,6 +156,19 @@ begin
             pgmem._check_field_length('triple_predicate', p_triple_predicate, 1024),
             pgmem._check_field_length('triple_object', p_triple_object, 1024),
             pgmem._check_field_length('metadata', p_metadata::text, 16384);
+    -- The agent and the metadata reach prompts and tools beside the content.
+    v_rule := coalesce(pgmem.detect_injection(p_agent_id), pgmem.detect_injection(p_session_id));
+    if v_rule is null and p_metadata is not null and p_metadata <> '{}' then
+        v_rule := (select d.rule from pgmem._detect_injection_many(array(
+                       select v.value from pg_catalog.jsonb_path_query(p_metadata, 'strict $.**') as j (value)
+                       cross join lateral (select j.value #>> '{}' as value) as v
+                       where pg_catalog.jsonb_typeof(j.value) = 'string')) as d
+                   order by d.item limit 1);
+    end if;
+    if v_rule is not null then
+        raise exception 'the agent, session or metadata of a memory looks like a prompt injection (%): not stored', v_rule
+            using errcode = 'PM024', hint = 'Name agents and sessions with identifiers; keep instructions out of metadata.';
+    end if;
 end
 $$;
 
@@ -195,6 +216,8 @@ begin
                                            new.triple_object, new.metadata);
         new.session_id := pgmem.redact(new.session_id);
         new.agent_id := pgmem.redact(new.agent_id);
+        new.triple_subject := pgmem.redact(new.triple_subject);
+        new.triple_predicate := pgmem.redact(new.triple_predicate);
         new.triple_object := pgmem.redact(new.triple_object);
         new.metadata := pgmem._redact_jsonb(new.metadata);
     end if;
@@ -336,6 +359,8 @@ declare
     v_sessions text[];
     v_agents text[];
     v_objects text[];
+    v_triple_subjects text[];
+    v_predicates text[];
 begin
     perform pgmem._require_session_for(p_tenant);
     if pgmem._vouched_table() then
@@ -369,6 +394,8 @@ begin
     v_sessions := pgmem._redacted(array(select x.session_id from pg_catalog.unnest(p_rows) as x));
     v_agents := pgmem._redacted(array(select x.agent_id from pg_catalog.unnest(p_rows) as x));
     v_objects := pgmem._redacted(array(select x.triple_object from pg_catalog.unnest(p_rows) as x));
+    v_triple_subjects := pgmem._redacted(array(select x.triple_subject from pg_catalog.unnest(p_rows) as x));
+    v_predicates := pgmem._redacted(array(select x.triple_predicate from pg_catalog.unnest(p_rows) as x));
 
     return query
     with inserted as (
@@ -379,7 +406,7 @@ begin
                                          conflict_terms, conflict_marks)
         select p_tenant, r.subject, v_agents[r.ordinality], v_sessions[r.ordinality], r.kind,
                coalesce(v_contents[r.ordinality], r.content), r.embedding,
-               r.importance, r.confidence, r.source, r.triple_subject, r.triple_predicate,
+               r.importance, r.confidence, r.source, v_triple_subjects[r.ordinality], v_predicates[r.ordinality],
                v_objects[r.ordinality], r.valid_from, r.valid_to, coalesce(r.status, 'active'), p_now,
                p_now, r.expires_at, pgmem._redact_jsonb(coalesce(r.metadata, '{}')), p_now, p_now,
                coalesce(r.ann, false),
@@ -427,6 +454,7 @@ begin
             new.new_content := pgmem.redact(new.new_content);
         end if;
         perform pgmem._check_field_length('details', new.details::text, 16384);
+        new.details := pgmem._redact_jsonb(new.details);
     end if;
     return new;
 end
@@ -442,6 +470,16 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 begin
+    if tg_op = 'INSERT' or new.payload is distinct from old.payload then
+        -- Raw turns never rest unredacted in the queue, whoever writes them.
+        new.payload := pgmem._redact_jsonb(new.payload);
+        new.session_id := pgmem.redact(new.session_id);
+        new.agent_id := pgmem.redact(new.agent_id);
+    end if;
+    if not pgmem._bypasses_rls() and tg_op = 'UPDATE' and new.last_error is distinct from old.last_error then
+        perform pgmem._check_field_length('last_error', new.last_error, 4000);
+        new.last_error := pgmem.redact(new.last_error);
+    end if;
     if not pgmem._bypasses_rls() and (tg_op = 'INSERT' or new.payload is distinct from old.payload) then
         if pg_catalog.octet_length(new.payload::text) > 262144 then
             raise exception 'inbox payload is % bytes; the limit is 262144', pg_catalog.octet_length(new.payload::text)
@@ -449,17 +487,29 @@ begin
         end if;
         perform pgmem._check_field_length('session_id', new.session_id, 256),
                 pgmem._check_field_length('agent_id', new.agent_id, 256);
-        -- Raw turns never rest unredacted in the queue.
-        new.payload := pgmem._redact_jsonb(new.payload);
-        new.session_id := pgmem.redact(new.session_id);
-        new.agent_id := pgmem.redact(new.agent_id);
+        if tg_op = 'INSERT' then
+            perform pgmem._check_field_length('last_error', new.last_error, 4000);
+        end if;
+        -- The consolidate job compares payload.now across a tenant's jobs.
+        if new.job = 'consolidate' and new.payload ? 'now'
+           and not coalesce(pg_catalog.isfinite(pgmem._timestamptz_or_null(new.payload ->> 'now')), false) then
+            raise exception 'a consolidate job''s payload.now must be a finite timestamp, not %',
+                            new.payload -> 'now'
+                using errcode = 'PM040', hint = 'Leave consolidate jobs to the consolidate maintenance job.';
+        end if;
+    end if;
+    -- Queue order is the server's: an app role's job is due no earlier than
+    -- now, so no tenant can put its jobs ahead of another's by dating them back.
+    if not pgmem._bypasses_rls() and (tg_op = 'INSERT' or new.available_at is distinct from old.available_at)
+       and new.available_at < pg_catalog.now() then
+        new.available_at := pg_catalog.now();
     end if;
     return new;
 end
 $$;
 
 comment on function pgmem._inbox_guard() is
-    'Row trigger on pgmem.inbox: for app roles, payload size (PM040), field lengths (PM023) and redaction of the payload, session and agent (internal).';
+    'Row trigger on pgmem.inbox: for every writer, redaction of the payload, session and agent; for app roles, payload size (PM040), field lengths (PM023, last_error 4000 characters), a finite payload.now of a consolidate job (PM040), and available_at no earlier than now (internal).';
 
 create or replace function pgmem._sessions_guard()
 returns trigger
@@ -468,8 +518,10 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    if not pgmem._bypasses_rls() and (tg_op = 'INSERT' or new.agent_id is distinct from old.agent_id) then
-        perform pgmem._check_field_length('agent_id', new.agent_id, 256);
+    if tg_op = 'INSERT' or new.agent_id is distinct from old.agent_id then
+        if not pgmem._bypasses_rls() then
+            perform pgmem._check_field_length('agent_id', new.agent_id, 256);
+        end if;
         new.agent_id := pgmem.redact(new.agent_id);
     end if;
     return new;
@@ -477,7 +529,7 @@ end
 $$;
 
 comment on function pgmem._sessions_guard() is
-    'Row trigger on pgmem.sessions: for app roles, agent_id within 256 characters (PM023) and redacted (internal).';
+    'Row trigger on pgmem.sessions: agent_id redacted for every writer, within 256 characters (PM023) for app roles (internal).';
 
 create or replace function pgmem._session_messages_guard()
 returns trigger
@@ -489,6 +541,11 @@ declare
     v_max_bytes integer;
 begin
     if pgmem._bypasses_rls() then
+        -- Redaction does not depend on who connects: the quick-start client
+        -- connects as a superuser, and a turn is a turn.
+        new.tokens := pgmem._estimate_tokens(new.content);
+        new.content := pgmem.redact(new.content);
+        new.metadata := pgmem._redact_jsonb(new.metadata);
         return new;
     end if;
     if new.role is null or new.role not in ('system', 'user', 'assistant', 'tool') then
@@ -515,7 +572,7 @@ end
 $$;
 
 comment on function pgmem._session_messages_guard() is
-    'Row trigger on pgmem.session_messages: for app roles, role (PM071), empty (PM011), max_turn_bytes (PM072) and metadata size (PM023) checks, redaction of content and metadata, and the token count computed from the text (internal).';
+    'Row trigger on pgmem.session_messages: for app roles, role (PM071), empty (PM011), max_turn_bytes (PM072) and metadata size (PM023) checks; for every writer, redaction of content and metadata and the token count computed from the text (internal).';
 
 create or replace function pgmem._tasks_guard()
 returns trigger
@@ -526,6 +583,13 @@ as $$
 declare
     v_max_bytes integer;
 begin
+    -- Working memory is redacted like the rest, for every writer: what a
+    -- task holds is shown in prompts and exported.
+    new.goal := pgmem.redact(new.goal);
+    new.outcome := pgmem.redact(new.outcome);
+    new.learned_rule := pgmem.redact(new.learned_rule);
+    new.plan := pgmem._redact_jsonb(new.plan);
+    new.variables := pgmem._redact_jsonb(new.variables);
     if pgmem._bypasses_rls() then
         return new;
     end if;
@@ -543,7 +607,7 @@ end
 $$;
 
 comment on function pgmem._tasks_guard() is
-    'Row trigger on pgmem.tasks: for app roles, goal, outcome and learned rule within max_content_bytes (PM012), session id 256 characters, plan and variables 64 KB of JSON (PM023) (internal).';
+    'Row trigger on pgmem.tasks: for every writer, goal, outcome, learned rule, plan and variables redacted; for app roles, goal, outcome and learned rule within max_content_bytes (PM012), session id 256 characters, plan and variables 64 KB of JSON (PM023) (internal).';
 
 create or replace function pgmem._task_steps_guard()
 returns trigger
@@ -554,6 +618,8 @@ as $$
 declare
     v_max_bytes integer;
 begin
+    new.observation := pgmem.redact(new.observation);
+    new.result := pgmem._redact_jsonb(new.result);
     if pgmem._bypasses_rls() then
         return new;
     end if;
@@ -567,4 +633,41 @@ end
 $$;
 
 comment on function pgmem._task_steps_guard() is
-    'Row trigger on pgmem.task_steps: for app roles, observation and result within max_turn_bytes (PM072) (internal).';
+    'Row trigger on pgmem.task_steps: observation and result redacted for every writer, within max_turn_bytes (PM072) for app roles (internal).';
+
+-- A summary is what the prompt shows of the turns that left the window:
+-- shown as the conversation so far, so it is held as a turn is, for every
+-- writer (the worker's fold, save_summary, a direct insert): within
+-- max_turn_bytes (PM072), redacted, and a line the injection rules flag is
+-- withheld rather than refused: an extractive fold quotes the turns, and a
+-- refusal would stop the session's folding for good.
+create or replace function pgmem._session_summaries_guard()
+returns trigger
+language plpgsql
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_max_bytes integer := (pgmem._byte_limits(new.tenant_id)).max_turn_bytes;
+    v_lines text[];
+begin
+    if pg_catalog.octet_length(new.summary) > v_max_bytes then
+        raise exception 'the summary is % bytes, over the tenant''s max_turn_bytes (%)',
+                        pg_catalog.octet_length(new.summary), v_max_bytes
+            using errcode = 'PM072', hint = 'A summary stands for turns in a prompt: keep it short.';
+    end if;
+    v_lines := pg_catalog.string_to_array(pgmem.redact(new.summary), E'\n');
+    select pg_catalog.array_agg(case when d.rule is null then l.line
+                                     else pg_catalog.format('[withheld: %s]', d.rule) end
+                                order by l.i)
+    into v_lines
+    from pg_catalog.unnest(v_lines) with ordinality as l (line, i)
+    left join pgmem._detect_injection_many(v_lines) as d on d.item = l.i;
+    new.summary := pg_catalog.array_to_string(v_lines, E'\n');
+    new.tokens := pgmem._estimate_tokens(new.summary);
+    return new;
+end
+$$;
+
+comment on function pgmem._session_summaries_guard() is
+    'Row trigger on pgmem.session_summaries: for every writer, the summary within max_turn_bytes (PM072), redacted, lines flagged by the injection rules withheld, tokens counted from the text (internal).';

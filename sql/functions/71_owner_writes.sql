@@ -222,6 +222,80 @@ $$;
 comment on function pgmem._delete_closed_turns(text, timestamptz) is
     'Deletes the turns of sessions closed longer than the tenant''s session_retention before p_now, with the owner''s rights, for a session that may act for the tenant (NULL: every tenant, owner sessions only); returns how many (internal; pgmem.expire_sessions).';
 
+-- What forget leaves nowhere: the forgotten texts' copies outside
+-- pgmem.memories. A turn said in a session rests in session_messages (the
+-- window), in the inbox job that carried it to the worker, and in the
+-- session's extractive summaries (a line per turn that left the window,
+-- "- user (turn N): ...", and "- fact: ..." lines). Each copy becomes the
+-- marker [forgotten]. An LLM summary paraphrases and cannot be matched;
+-- it is left as written (docs say so).
+create or replace function pgmem._scrub_forgotten(p_tenant text, p_subject text, p_texts text[])
+returns bigint
+language plpgsql
+volatile
+-- security definer: app roles hold no UPDATE on session_messages or
+-- session_summaries (see the header).
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_texts text[];
+    v_seqs jsonb;
+    v_scrubbed bigint;
+    v_more bigint;
+begin
+    perform pgmem._require_session_for(p_tenant);
+    v_texts := array(select distinct pg_catalog.btrim(t.text) from pg_catalog.unnest(p_texts) as t (text)
+                     where pg_catalog.btrim(t.text) <> '');
+    if v_texts = '{}' then
+        return 0;
+    end if;
+    with scrubbed as (
+        update pgmem.session_messages as m
+        set content = '[forgotten]', metadata = '{}'
+        where m.tenant_id = p_tenant and m.subject = p_subject and pg_catalog.btrim(m.content) = any (v_texts)
+        returning m.session_id, m.seq
+    )
+    select coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(c.session_id, c.seq)), '[]'), pg_catalog.count(*)
+    into v_seqs, v_scrubbed
+    from scrubbed as c;
+    -- Extractive summary lines of those turns, and any line quoting a text.
+    update pgmem.session_summaries as s
+    set summary = (select pg_catalog.string_agg(
+                              case when exists (select from pg_catalog.jsonb_array_elements(v_seqs) as q (v)
+                                                where q.v ->> 0 = s.session_id
+                                                  and l.line ~ ('^- [a-z]+ \(turn ' || (q.v ->> 1) || '\):'))
+                                     or exists (select from pg_catalog.unnest(v_texts) as t (text)
+                                                where pg_catalog.strpos(l.line, t.text) > 0)
+                                   then '- [forgotten]' else l.line end,
+                              E'\n' order by l.i)
+                   from pg_catalog.unnest(pg_catalog.string_to_array(s.summary, E'\n')) with ordinality as l (line, i))
+    where s.tenant_id = p_tenant and s.subject = p_subject and s.method = 'extractive'
+      and (exists (select from pg_catalog.jsonb_array_elements(v_seqs) as q (v)
+                   where q.v ->> 0 = s.session_id and (q.v ->> 1)::bigint between s.from_seq and s.through_seq)
+           or exists (select from pg_catalog.unnest(v_texts) as t (text) where pg_catalog.strpos(s.summary, t.text) > 0));
+    get diagnostics v_more = row_count;
+    v_scrubbed := v_scrubbed + v_more;
+    -- The queued turns that carried them (done ones wait for purge).
+    update pgmem.inbox as i
+    set payload = pg_catalog.jsonb_set(i.payload, '{messages}',
+                      (select pg_catalog.jsonb_agg(
+                                  case when pg_catalog.btrim(e.msg ->> 'content') = any (v_texts)
+                                       then e.msg || '{"content": "[forgotten]"}' else e.msg end
+                                  order by e.i)
+                       from pg_catalog.jsonb_array_elements(i.payload -> 'messages') with ordinality as e (msg, i)))
+    where i.tenant_id = p_tenant and i.subject = p_subject and i.job = 'turn'
+      and pg_catalog.jsonb_typeof(i.payload -> 'messages') = 'array'
+      and exists (select from pg_catalog.jsonb_array_elements(i.payload -> 'messages') as e (msg)
+                  where pg_catalog.btrim(e.msg ->> 'content') = any (v_texts));
+    get diagnostics v_more = row_count;
+    return v_scrubbed + v_more;
+end
+$$;
+
+comment on function pgmem._scrub_forgotten(text, text, text[]) is
+    'Replaces the copies of forgotten texts of p_subject outside pgmem.memories with [forgotten]: session turns, the lines of extractive summaries that quote them, and the messages of inbox turn jobs; returns how many rows changed. Owner rights, for a session that may act for p_tenant (internal; pgmem.forget).';
+
 create or replace function pgmem._clear_task_steps(p_tenants text[], p_task_ids bigint[])
 returns bigint
 language plpgsql

@@ -22,8 +22,9 @@ revoke execute on function
     -- security definer: bypasses RLS to cover every tenant.
     pgmem.run_job(text, timestamptz, text),
     pgmem.maintain(timestamptz, text),
-    pgmem.cron_plan(text, text, text, text, text, text),
-    pgmem.schedule(text, text, text, text, text, text),
+    pgmem.end_idle_transactions(text),
+    pgmem.cron_plan(text, text, text, text, text, text, text),
+    pgmem.schedule(text, text, text, text, text, text, text),
     pgmem.unschedule(),
     pgmem.scheduled_jobs()
 from pgmem_app;
@@ -32,7 +33,7 @@ from pgmem_app;
 grant execute on function
     pgmem._decayed(real, double precision, timestamptz, timestamptz),
     pgmem._decay_step(),
-    pgmem.cron_plan(text, text, text, text, text, text),
+    pgmem.cron_plan(text, text, text, text, text, text, text),
     pgmem.scheduled_jobs()
 to pgmem_readonly;
 
