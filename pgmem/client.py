@@ -536,9 +536,9 @@ class Memory:
         ``as_of`` answers as of a past time. Returned memories are reinforced
         unless ``reinforce=False``.
 
-        Scope: ``agent_id`` keeps what that agent wrote; ``shared_subjects`` (a team's,
-        a domain's) are searched with ``user_id``'s own, each row's ``subject`` saying
-        whose it is. Time: with neither ``since`` nor ``until`` given, a time the query
+        Scope: ``agent_id`` keeps, of ``user_id``'s memories, what that agent wrote;
+        ``shared_subjects`` (a team's, a domain's) are searched with them, whoever
+        wrote them, each row's ``subject`` saying whose it is. Time: with neither ``since`` nor ``until`` given, a time the query
         names ("last week", "上周", "in May 2023") sets them (:meth:`time_window`),
         unless ``parse_time=False``; ``now`` (default: the database's) is the moment
         "yesterday" and recency are measured from.

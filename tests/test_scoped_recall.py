@@ -93,6 +93,74 @@ def test_recall_and_context_filter_by_agent(new_tenant: Callable[[], Tenant]) ->
     assert "booked" in block[0] and "weather" not in block[0] and "temples" not in block[0]
 
 
+def _unit(axis: int) -> str:
+    v = [0.0] * 384
+    v[axis], v[383] = 1.0, 1.0
+    return "[" + ",".join(str(x / 2**0.5) for x in v) + "]"
+
+
+@pytest.mark.parametrize("path", ["text", "exact", "hnsw"])
+def test_agent_scope_keeps_shared_subjects_whoever_wrote_them(
+    new_tenant: Callable[[], Tenant], db: Db, path: str
+) -> None:
+    """Every combination of agent, shared and own subjects, on each search path."""
+    a = new_tenant()
+    rows = {
+        "own_planner": ("alice", "planner"),
+        "own_other": ("alice", "weather-bot"),
+        "own_none": ("alice", None),
+        "team_planner": ("team:s12", "planner"),
+        "team_other": ("team:s12", "weather-bot"),
+        "team_none": ("team:s12", None),
+        "bob_planner": ("bob", "planner"),  # neither own nor shared: never
+    }
+    ids = {}
+    for i, (name, (subject, agent)) in enumerate(rows.items()):
+        row = a.conn.execute(
+            "select memory_id from pgmem.remember(%s, %s, %s::vector, p_agent_id => %s)",
+            (subject, f"Kyoto trip note {name}", _unit(i), agent),
+        ).fetchone()
+        assert row is not None
+        ids[name] = int(row[0])
+    if path == "hnsw":
+        db.admin.execute(
+            "update pgmem.settings set exact_scan_limit = 0 where tenant_id = %s", (a.name,)
+        )
+        db.admin.execute("select pgmem.index_subjects(%s)", (a.name,))
+        a.conn.execute("set enable_sort = off")
+    query = "Kyoto trip" if path == "text" else None
+    embedding = None if path == "text" else _unit(383)
+
+    def names(agent: str | None, shared: list[str] | None) -> set[str]:
+        with a.conn.cursor(row_factory=dict_row) as cur:
+            got = cur.execute(
+                "select memory_id from pgmem.recall('alice', %s, %s::vector, p_reinforce => false,"
+                " p_agent_id => %s, p_shared_subjects => %s)",
+                (query, embedding, agent, shared),
+            ).fetchall()
+        return {name for name, i in ids.items() if i in {r["memory_id"] for r in got}}
+
+    own = {"own_planner", "own_other", "own_none"}
+    team = {"team_planner", "team_other", "team_none"}
+    assert names(None, None) == own
+    assert names(None, ["team:s12"]) == own | team
+    assert names("planner", None) == {"own_planner"}
+    # The agent narrows the personal subject only: a team's memories are
+    # everyone's, whoever wrote them.
+    assert names("planner", ["team:s12"]) == {"own_planner"} | team
+    assert names("weather-bot", ["team:s12"]) == {"own_other"} | team
+    assert names("nobody", ["team:s12"]) == team
+    block = a.conn.execute(
+        "select pgmem.context('alice', 'Kyoto trip', %s::vector, p_agent_id => 'planner',"
+        " p_shared_subjects => array['team:s12'], p_reinforce => false)",
+        (embedding,),
+    ).fetchone()
+    assert block is not None
+    assert "own_planner" in block[0] and "team_none" in block[0] and "team_other" in block[0]
+    assert "own_other" not in block[0] and "own_none" not in block[0]
+    assert "bob_planner" not in block[0]
+
+
 def test_context_takes_a_time_window(new_tenant: Callable[[], Tenant], db: Db) -> None:
     a = new_tenant()
     old = _remember(a, "alice", "Alice went hiking in the Alps")

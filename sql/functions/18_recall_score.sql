@@ -160,6 +160,7 @@ comment on function pgmem._score(pgmem.settings, real, double precision) is
 create or replace function pgmem._recall_rows(
     p_tenant text,
     p_settings pgmem.settings,
+    -- The personal subject first, then the shared ones.
     p_subjects text[],
     p_memory_ids bigint[],
     p_text_matches real[],
@@ -254,7 +255,9 @@ begin
       and (p_since is null or m.valid_from >= p_since)
       and (p_until is null or m.valid_from < p_until)
       and (p_metadata is null or m.metadata @> p_metadata)
-      and (p_agent_id is null or m.agent_id = p_agent_id);
+      -- An agent's scope is its own part of the personal subject; a shared
+      -- subject (a team's) is everyone's, whoever wrote it.
+      and (p_agent_id is null or m.agent_id = p_agent_id or m.subject <> p_subjects[1]);
 end
 $$;
 

@@ -183,8 +183,11 @@ begin
         raise exception 'every shared subject must be 1 to 256 characters, not blank or NULL'
             using errcode = 'PM010', hint = 'p_shared_subjects names other subjects of the same tenant, e.g. a team.';
     end if;
-    v_subjects := array(select distinct u.subject
-                        from pg_catalog.unnest(array[p_subject] || coalesce(p_shared_subjects, '{}')) as u(subject));
+    -- The personal subject first (pgmem._recall_rows scopes an agent to it),
+    -- then the shared ones.
+    v_subjects := array[p_subject] || array(select distinct u.subject
+                                            from pg_catalog.unnest(p_shared_subjects) as u(subject)
+                                            where u.subject <> p_subject);
     if p_k is null or p_k not between 1 and 1000 then
         raise exception 'k must be between 1 and 1000, not %', coalesce(p_k::text, 'NULL') using errcode = '22023';
     end if;
@@ -257,7 +260,7 @@ begin
                     and ($7::timestamptz is null or m.created_at >= $7)
                     and ($8::timestamptz is null or m.created_at < $8)
                     and ($9::jsonb is null or m.metadata @> $9)
-                    and ($12::text is null or m.agent_id = $12)
+                    and ($12::text is null or m.agent_id = $12 or m.subject <> $2[1])
                   order by m.embedding operator(public.<=>) $10
                   limit $11) as n
         $q$
@@ -299,7 +302,7 @@ begin
                        and (p_since is null or m.valid_from >= p_since)
                        and (p_until is null or m.valid_from < p_until)
                        and (p_metadata is null or m.metadata @> p_metadata)
-                       and (p_agent_id is null or m.agent_id = p_agent_id) as visible,
+                       and (p_agent_id is null or m.agent_id = p_agent_id or m.subject <> p_subject) as visible,
                    case when v_exact then m.embedding operator(public.<=>) v_query end as distance,
                    -- One test of the OR query per row; only rows holding a
                    -- query term carry their tsvector on.
@@ -672,6 +675,7 @@ comment on function pgmem.recall(text, text, public.vector, integer, text[], tex
     'p_mmr_lambda (0..1) picks a diverse set (maximal marginal relevance). Returned memories are reinforced '
     '(access_count + 1, last access = p_now) unless p_reinforce => false; access_count and last_accessed_at are '
     'returned as they were before. Relevance = w_vector·cosine similarity + (1 − w_vector)·idf-weighted share of query terms matched. '
-    'Scope: p_agent_id keeps the memories written by that agent; p_shared_subjects adds other subjects of the same tenant '
-    '(a team, a domain) to p_subject''s own, ranked together, each row''s subject column saying whose it is.';
+    'Scope: p_agent_id keeps, of p_subject''s memories, those written by that agent; p_shared_subjects adds other '
+    'subjects of the same tenant (a team, a domain) to p_subject''s own, all of their memories whoever wrote them, '
+    'ranked together, each row''s subject column saying whose it is.';
 
