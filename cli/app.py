@@ -40,6 +40,7 @@ VERBS: dict[str, Verb] = {
     "history": Verb("memory", "history", "Show every recorded change of a memory, oldest first."),
     "forget": Verb("memory", "forget", "Forget a memory: recall no longer returns it."),
     "pin": Verb("memory", "pin", "Pin a memory (it never decays or gets archived), or --unpin it."),
+    "profile": Verb("memory", "profile", "Show or edit a user's core profile (in every prompt)."),
     "erase": Verb("memory", "erase", "Erase everything about a user for good."),
     "stats": Verb("memory", "stats", "Memories per kind and status, backlog and capacity use."),
     "export": Verb(

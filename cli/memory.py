@@ -22,7 +22,9 @@ from rich.table import Table
 from rich.text import Text
 
 from pgmem.cli.common import (
+    EXIT_ERROR,
     EXIT_NOT_FOUND,
+    EXIT_USAGE,
     DsnOption,
     JsonlOption,
     JsonOption,
@@ -543,6 +545,51 @@ def pin(
         print_json({"memory_id": memory_id, "pinned": not unpin, "changed": changed})
     else:
         console.print(f"memory {memory_id} {state}" + ("" if changed else " already"))
+
+
+PROFILE_COLUMNS = ["memory_id", "reason", "kind", "content", "importance", "pinned"]
+
+
+def profile(
+    user: UserOption,
+    add: Annotated[
+        str | None, typer.Option("--add", help="Store this text and put it in the profile.")
+    ] = None,
+    include: Annotated[
+        int | None, typer.Option("--include", help="Put this memory id in the profile.", min=1)
+    ] = None,
+    remove: Annotated[
+        int | None, typer.Option("--remove", help="Take this memory id out of the profile.", min=1)
+    ] = None,
+    tenant: TenantOption = None,
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+    as_jsonl: JsonlOption = False,
+) -> None:
+    """Show a user's core profile, the facts every prompt shows first; --add, --include
+    or --remove edit it first.
+
+    Exit codes: 0 ok, 1 error, 2 usage, 4 not found (an unknown id).
+    """
+    fmt = output_format(as_json, as_jsonl)
+    if sum(option is not None for option in (add, include, remove)) > 1:
+        raise fail("give one of --add, --include and --remove", EXIT_USAGE)
+    with memory_errors(dsn), open_memory(dsn, tenant) as memory:
+        if add is not None:
+            try:
+                memory.add_to_profile(add, user)
+            except ValueError as error:
+                raise fail(str(error), EXIT_ERROR) from error
+        elif include is not None or remove is not None:
+            memory.set_profile(include or remove or 0, member=include is not None)
+        rows = memory.profile(user)
+    show_rows(
+        rows,
+        fmt=fmt,
+        title=f"core profile of {user}",
+        columns=PROFILE_COLUMNS,
+        empty=f"{user} has no core profile yet (pinned memories and core facts appear here)",
+    )
 
 
 def erase(

@@ -493,6 +493,39 @@ class Memory:
         with _not_found(memory_id), self._call(conn) as c:
             return bool(_one(c, queries.PIN, {"memory_id": memory_id, "pinned": False})["changed"])
 
+    def profile(self, user_id: str, *, conn: Connection | None = None) -> Rows:
+        """``user_id``'s core profile (``pgmem.profile``): the facts every prompt and
+        context block shows first, whatever the query. Each row says why it is there
+        (``reason``: pinned, health, identity, instruction or preference)."""
+        with self._call(conn) as c:
+            return _rows(c, queries.PROFILE, {"subject": user_id})
+
+    def add_to_profile(
+        self, text: str, user_id: str, *, kind: str = "semantic", conn: Connection | None = None
+    ) -> Row:
+        """Store ``text`` as it is and put it in ``user_id``'s core profile (pinned), as
+        an agent edits its core memory. Returns the stored row's ``action`` and
+        ``memory_id`` (an exact re-send names the memory that already said it).
+        ValueError when the text is refused (a prompt injection, nothing to store)."""
+        with self.transaction(conn) as c:
+            results = self.add(text, user_id, infer=False, kind=kind, conn=c)
+            stored = [r for r in results if r.get("memory_id") is not None]
+            if not stored:
+                reasons = ", ".join(str(r.get("reason") or r["action"]) for r in results)
+                raise ValueError(f"nothing stored for the profile: {reasons or 'empty text'}")
+            self.set_profile(int(stored[0]["memory_id"]), conn=c)
+        return stored[0]
+
+    def set_profile(
+        self, memory_id: int, member: bool = True, *, conn: Connection | None = None
+    ) -> bool:
+        """Put a memory in its user's core profile (pin it), or with ``member=False``
+        take it out (unpin it; the engine will not select it again). False if nothing
+        changed."""
+        with _not_found(memory_id), self._call(conn) as c:
+            params = {"memory_id": memory_id, "member": member}
+            return bool(_one(c, queries.SET_PROFILE, params)["changed"])
+
     def erase_user(self, user_id: str, *, conn: Connection | None = None) -> int:
         """Remove everything about ``user_id`` for good (``pgmem.erase_subject``).
 
@@ -538,10 +571,11 @@ class Memory:
 
         Scope: ``agent_id`` keeps, of ``user_id``'s memories, what that agent wrote;
         ``shared_subjects`` (a team's, a domain's) are searched with them, whoever
-        wrote them, each row's ``subject`` saying whose it is. Time: with neither ``since`` nor ``until`` given, a time the query
-        names ("last week", "上周", "in May 2023") sets them (:meth:`time_window`),
-        unless ``parse_time=False``; ``now`` (default: the database's) is the moment
-        "yesterday" and recency are measured from.
+        wrote them, each row's ``subject`` saying whose it is. Time: with neither
+        ``since`` nor ``until`` given, a time the query names ("last week", "上周",
+        "in May 2023") sets them (:meth:`time_window`), unless ``parse_time=False``;
+        ``now`` (default: the database's) is the moment "yesterday" and recency are
+        measured from.
         """
         embedding = self._embed([query], query=True)[0] if query.strip() else None
         with self._call(conn) as c:

@@ -193,8 +193,10 @@ def test_add_as_is_with_kind_metadata_and_filters(acme: Memory) -> None:
 def test_context_packs_memories_under_a_budget(acme: Memory) -> None:
     acme.add("My name is Alice. I prefer dark mode.", user_id="alice")
     block = acme.context("What should I know about the user?", user_id="alice", token_budget=200)
+    # Who the user is comes first, in the core profile; the rest as recalled.
+    assert block.startswith("## Core profile\n- [") and "] User's name is Alice\n\n" in block
     assert "## Preferences" in block and "User prefers dark theme" in block
-    assert "## Facts" in block and "User's name is Alice" in block
+    assert block.count("User's name is Alice") == 1
     assert acme.context("anything", user_id="alice", token_budget=0) == ""
 
 

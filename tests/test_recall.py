@@ -675,7 +675,11 @@ def test_the_k_best_are_those_of_ranking_every_candidate(
 # ---------------------------------------------------------------------- context
 
 
-def test_context_groups_by_kind_within_the_budget(acme: Store, now: dt.datetime) -> None:
+def test_context_groups_by_kind_within_the_budget(
+    acme: Store, admin: psycopg.Connection, now: dt.datetime
+) -> None:
+    # The recalled sections alone: no core profile ahead of them.
+    set_settings(admin, "acme", profile_limit=0)
     pref = acme.add("Alice prefers green tea", kind="preference", importance=0.9)
     acme.add("Alice prefers tea without sugar", kind="preference", importance=0.3)
     fact = acme.add("Alice's tea shop is on Rue Cler", kind="semantic", valid_from=now - 5 * DAY)
@@ -709,7 +713,8 @@ def test_context_groups_by_kind_within_the_budget(acme: Store, now: dt.datetime)
     assert acme.access(how)[0] == acme.access(episode)[0] == acme.access(fact)[0] == 0
 
 
-def test_context_counts_cjk_characters_as_tokens(acme: Store) -> None:
+def test_context_counts_cjk_characters_as_tokens(acme: Store, admin: psycopg.Connection) -> None:
+    set_settings(admin, "acme", profile_limit=0)  # the recalled lines alone
     for i in range(8):
         # CJK punctuation (here U+FF0C) counts as an ordinary character.
         content = f"我喜欢喝咖啡\uff0c第{i}杯在上午十点左右喝完"

@@ -104,6 +104,8 @@ Long-term memory of the user, kept in PostgreSQL by pgmem.
   pgmem extracts the facts, merges duplicates and lets a new fact supersede an old one.
 - When a memory is wrong, correct it with `update` (keeps the history) or remove it
   with `forget`; `pin` what must never fade. `history` shows every change of a memory.
+- `profile` shows the core facts every prompt carries; `profile_add` adds one,
+  `profile_remove` takes one out.
 - In a conversation, `append_turn` each turn and call `prompt` for the whole memory
   (task, summary, recent turns, long-term facts) under one budget.
 - For multi-step work, `start_task` with a plan, `record_step` as steps complete,
@@ -399,6 +401,52 @@ def _unpin(b: Binding) -> Callable[..., dict[str, Any]]:
     return unpin
 
 
+def _profile(b: Binding) -> Callable[..., list[Row]]:
+    def profile(user: User = None) -> list[Row]:
+        """The user's core profile: the facts every `context` and `prompt` shows first,
+        whatever the query (pinned memories, health and safety, identity, standing
+        instructions, strong preferences), each with its reason."""
+        with b.call():
+            return b.memory.profile(b.user(user))
+
+    return profile
+
+
+def _profile_add(b: Binding) -> Callable[..., Row]:
+    def profile_add(
+        text: Annotated[
+            str,
+            Field(
+                description="A fact that must be in every prompt, e.g. 'User is allergic to nuts'.",
+                min_length=1,
+                max_length=MAX_TEXT,
+            ),
+        ],
+        user: User = None,
+        kind: Annotated[Kind, Field(description="The memory's kind.")] = "semantic",
+    ) -> Row:
+        """Add a fact to the user's core profile (stored as written and pinned). To
+        correct a profile fact, `update` it; to take one out, `profile_remove` it."""
+        with b.call():
+            try:
+                return b.memory.add_to_profile(text, b.user(user), kind=kind)
+            except ValueError as exc:
+                raise ToolError(str(exc)) from exc
+
+    return profile_add
+
+
+def _profile_remove(b: Binding) -> Callable[..., dict[str, Any]]:
+    def profile_remove(memory_id: MemoryId) -> dict[str, Any]:
+        """Take a memory out of the core profile (it stays a memory; the engine will
+        not select it for the profile again)."""
+        with b.call():
+            b.owned(memory_id)
+            return {"memory_id": memory_id, "changed": b.memory.set_profile(memory_id, False)}
+
+    return profile_remove
+
+
 def _history(b: Binding) -> Callable[..., list[Row]]:
     def history(memory_id: MemoryId) -> list[Row]:
         """Every change of a memory, oldest first: insert, reinforce, supersede,
@@ -596,6 +644,9 @@ LONG_TERM_TOOLS: Sequence[tuple[Callable[[Binding], Callable[..., Any]], ToolAnn
     (_pin, EDITS),
     (_unpin, EDITS),
     (_history, READ_ONLY),
+    (_profile, READ_ONLY),
+    (_profile_add, WRITES),
+    (_profile_remove, EDITS),
 )
 SESSION_TOOLS: Sequence[tuple[Callable[[Binding], Callable[..., Any]], ToolAnnotations]] = (
     (_append_turn, WRITES),

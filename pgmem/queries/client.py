@@ -38,9 +38,11 @@ __all__ = [
     "LIST_MEMORIES",
     "MEMORY_STATS",
     "PIN",
+    "PROFILE",
     "RECALL",
     "REEMBED_STATUS",
     "REMEMBER_MANY",
+    "SET_PROFILE",
     "SET_TIME_ZONE",
     "START_REEMBED",
     "SUBJECT_EVENTS",
@@ -134,6 +136,10 @@ FORGET: Final = "select pgmem.forget(%(memory_id)s) as changed"
 PIN: Final = "select pgmem.pin(%(memory_id)s, %(pinned)s) as changed"
 
 ERASE_SUBJECT: Final = "select pgmem.erase_subject(%(subject)s) as memories"
+
+SET_PROFILE: Final = "select pgmem.set_profile(%(memory_id)s, %(member)s) as changed"
+
+PROFILE: Final = "select * from pgmem.profile(%(subject)s)"
 
 # ------------------------------------------------------------------------- reads
 

@@ -157,6 +157,30 @@ $$;
 comment on function pgmem._score(pgmem.settings, real, double precision) is
     'A recalled memory''s score: w_relevance·relevance + its base score (pgmem._base_score) (internal).';
 
+create or replace function pgmem._answers(
+    p_settings pgmem.settings,
+    p_vector boolean,
+    p_text boolean,
+    p_similarity real,
+    p_text_match real
+)
+returns boolean
+language sql
+immutable parallel safe
+security invoker
+as $$
+    -- No query, or a vector query of a model without a calibrated floor:
+    -- nothing to hold a candidate to. Otherwise one of the two must reach
+    -- its floor; importance and recency cannot lift an unrelated memory in.
+    select (not p_vector and not p_text)
+           or (p_vector and p_settings.min_similarity is null)
+           or (p_vector and p_similarity operator(pg_catalog.>=) p_settings.min_similarity) is true
+           or (p_text and p_text_match operator(pg_catalog.>=) p_settings.min_text_match) is true
+$$;
+
+comment on function pgmem._answers(pgmem.settings, boolean, boolean, real, real) is
+    'Whether a candidate is relevant enough to answer a query at all: its similarity reaches settings.min_similarity (resolved to the model''s floor, pgmem.model_relevance_floor) or its text match reaches settings.min_text_match (internal).';
+
 create or replace function pgmem._recall_rows(
     p_tenant text,
     p_settings pgmem.settings,

@@ -28,7 +28,11 @@
 --      reads every part of every candidate already, so without MMR it
 --      scores them there and step 2 reads whole rows for the 2k best only;
 --   3. the k best by score (or by MMR when a λ is given) at or above the
---      minimum score, a fact and the stated turn it came from counted once
+--      minimum score, of the candidates that answer the query at all
+--      (pgmem._answers: similarity at least settings.min_similarity, the
+--      embedding model's calibrated floor unless the tenant set one, or
+--      text_match at least settings.min_text_match), a fact and the stated
+--      turn it came from counted once
 --      (the better ranked; pgmem._provenance_kin): the direct hits (hops = 0);
 --   4. ripple (hops 1-3): memories linked to the hits (memory_links, both
 --      directions, any link type) inherit the relevance of the memory they
@@ -209,6 +213,9 @@ begin
     limit 1;
 
     select h.kinds, h.seconds into v_kinds, v_half_life_seconds from pgmem._half_life_seconds(v_settings) as h;
+    -- The relevance floor of the tenant's embedding model unless it set its own.
+    v_settings.min_similarity := coalesce(v_settings.min_similarity,
+                                          pgmem.model_relevance_floor(v_settings.embedding_model));
 
     -- A query vector is checked like a stored one (PM015 size, PM017 zero or
     -- degenerate); a vector cannot hold NaN, pgvector refuses it on input.
@@ -362,7 +369,11 @@ begin
                 having pg_catalog.bool_or(x.candidate)
             ) as c
             join scan as s on s.memory_id = c.memory_id
-            -- The score and order of step 3, from the same expressions.
+            -- The floor and the score and order of step 3, from the same expressions.
+            where v_best is null  -- not every part known here: step 3 holds them to the floor
+               or pgmem._answers(v_settings, p_embedding is not null, v_lexemes is not null,
+                                 pgmem._similarity(s.distance),
+                                 case when v_lexemes is not null then coalesce(c.text_match, 0) end)
             order by case when v_best is not null
                           then pgmem._score(
                                    v_settings,
@@ -411,6 +422,7 @@ begin
                r.valid_from, r.valid_to, r.metadata, r.subject
         from scored as r
         where r.score >= coalesce(p_min_score, 0)::real
+          and pgmem._answers(v_settings, p_embedding is not null, v_lexemes is not null, r.similarity, r.text_match)
           -- a fact and its stated turn: the better ranked alone
           and not exists (select from kin as k
                           join scored as o on o.memory_id = k.kin_id
@@ -436,6 +448,7 @@ begin
         select d.*, pg_catalog.row_number() over (order by d.score desc, d.memory_id desc) as rank
         from direct as d
         where d.score >= coalesce(p_min_score, 0)::real
+          and pgmem._answers(v_settings, p_embedding is not null, v_lexemes is not null, d.similarity, d.text_match)
           -- a fact and its stated turn: the better ranked alone
           and not exists (select from kin as k
                           join direct as o on o.memory_id = k.kin_id

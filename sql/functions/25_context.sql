@@ -47,12 +47,32 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
+    v_tenant text := pgmem._require_tenant();
     v_block text;
     v_packed bigint[];
+    v_profile text;
+    v_profile_ids bigint[];
+    v_budget integer := p_token_budget;
+    v_share real;
 begin
     if p_token_budget is null or p_token_budget < 0 then
         raise exception 'the token budget must be zero or more, not %', coalesce(p_token_budget::text, 'NULL')
             using errcode = '22023';
+    end if;
+    -- The core profile first, whatever the query (not for a past time: it
+    -- is who the user is now), under its share of the budget.
+    if p_as_of is null then
+        select s.profile_share into v_share
+        from pgmem.settings as s
+        where s.tenant_id in (v_tenant, '_default')
+        order by s.tenant_id = '_default'
+        limit 1;
+        select '## Core profile' || E'\n' || pg_catalog.string_agg(p.line, E'\n' order by p.ord),
+               pg_catalog.array_agg(p.memory_id)
+        into v_profile, v_profile_ids
+        from pgmem._profile_lines(p_subject, pg_catalog.floor(p_token_budget * v_share)::integer, p_now)
+             with ordinality as p(memory_id, line, ord);
+        v_budget := p_token_budget - coalesce(pgmem._estimate_tokens(v_profile || E'\n\n'), 0);
     end if;
     with recalled as (
         -- Ripple rows (hops > 0, at most settings.ripple_limit) get their own
@@ -64,6 +84,10 @@ begin
         from pgmem._recall(p_subject, p_query, p_embedding, p_k, p_kinds, p_session_id, p_since, p_until, p_as_of,
                            null, p_min_score, null, p_hops, p_now, p_agent_id, p_shared_subjects) as r
         join pgmem.kinds() as k on k.kind = r.kind
+        -- The profile said it already, or the turn it was extracted from did.
+        where r.memory_id <> all(coalesce(v_profile_ids, '{}'))
+          and not exists (select from pgmem._provenance_kin(v_tenant, v_profile_ids) as k
+                          where k.kin_id = r.memory_id)
     ),
     lines as (
         select c.*,
@@ -90,7 +114,7 @@ begin
         select c.*
         from (select c.*, pg_catalog.sum(c.cost) over (order by c.score desc, c.memory_id desc) as running
               from costed as c) as c
-        where c.running <= p_token_budget
+        where c.running <= v_budget
     ),
     sections as (
         select p.section,
@@ -99,10 +123,11 @@ begin
         from packed as p
         group by p.section
     )
-    select coalesce(pg_catalog.string_agg(s.body, E'\n\n' order by s.section), ''),
+    select pg_catalog.string_agg(s.body, E'\n\n' order by s.section),
            (select pg_catalog.array_agg(p.memory_id) from packed as p)
     into v_block, v_packed
     from sections as s;
+    v_block := coalesce(pg_catalog.concat_ws(E'\n\n', v_profile, v_block), '');
 
     if coalesce(p_reinforce, true) and v_packed is not null then
         perform pgmem._reinforce(v_packed, p_now);
@@ -113,7 +138,8 @@ $$;
 
 comment on function pgmem.context(text, text, public.vector, integer, integer, text[], text, timestamptz, double precision,
                                   integer, boolean, timestamptz, timestamptz, timestamptz, text, text[]) is
-    'A prompt block of a subject''s memories for a query: sections Preferences, Facts, Episodes, Procedures, each '
+    'A prompt block of a subject''s memories for a query: first ## Core profile (pgmem.profile, whatever the query, '
+    '≤ settings.profile_share of the budget; not with p_as_of), then sections Preferences, Facts, Episodes, Procedures, each '
     'line "- [valid-from date] content", most relevant first (pgmem.recall''s ranking), cut to p_token_budget '
     '(estimated: 1 token per CJK character, 1 per 4 other characters). With p_hops > 0 the memories linked to '
     'those (at most settings.ripple_limit) follow in their own section, "Related (linked to the memories above)". '

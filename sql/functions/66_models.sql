@@ -438,3 +438,24 @@ $$;
 
 comment on function pgmem._write_settings(text) is
     'The settings row of p_tenant as the write path reads it: duplicate and merge thresholds left NULL take the values of the tenant''s embedding model (pgmem.model_thresholds) (internal).';
+
+-- How alike a memory and a query must be for the memory to answer it, per
+-- embedding model (the cosine similarity of query and passage; e5 scores
+-- unrelated everyday texts 0.70-0.80, MiniLM 0.0-0.4). Each value is the
+-- floor, on a 0.01 grid, of the best recall@10 on the dev half of LoCoMo's
+-- dev questions (hybrid, with settings.min_text_match 0.2), the lower of
+-- equals; the other half checks it (docs/eval.md, "Relevance floor"). A
+-- model not measured has no floor: NULL, every candidate may answer.
+create or replace function pgmem.model_relevance_floor(p_model text)
+returns real
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select (case p_model when 'multilingual-e5-small-q4' then 0.81
+                         when 'all-MiniLM-L6-v2' then 0.42 end)::real
+$$;
+
+comment on function pgmem.model_relevance_floor(text) is
+    'The calibrated relevance floor (cosine similarity of query and memory) of an embedding model, chosen on LoCoMo (docs/eval.md); NULL for a model not measured. A tenant''s settings.min_similarity, when set, overrides it.';

@@ -4,6 +4,8 @@
 -- estimated tokens (pgmem._estimate_tokens, the estimate pgmem.context uses):
 --   an optional header on how to use the memories   (settings.prompt_header;
 --                         only when it costs at most a tenth of the budget)
+--   ## Core profile       the subject's core facts    ≤ profile_share          (20%)
+--                         (pgmem.profile: whatever the query)
 --   ## Current task       the open task of the session  ≤ prompt_share_task      (15%)
 --   ## Conversation summary  the rolling summary       ≤ prompt_share_summary   (15%)
 --   ## Long-term memory   recalled memories            ≤ prompt_share_long_term (25%)
@@ -69,6 +71,8 @@ declare
     v_header text;
     v_task text;
     v_summary text;
+    v_profile text;
+    v_profile_ids bigint[];
     v_long text;
     v_dialogue text;
     v_used integer := 0;
@@ -90,6 +94,14 @@ begin
     else
         v_header := null;
     end if;
+
+    -- Who the user is, whatever this turn is about.
+    v_share := least(pg_catalog.floor(p_token_budget * v_settings.profile_share), p_token_budget - v_used) - 1;
+    select '## Core profile' || E'\n' || pg_catalog.string_agg(p.line, E'\n' order by p.ord),
+           pg_catalog.array_agg(p.memory_id)
+    into v_profile, v_profile_ids
+    from pgmem._profile_lines(p_subject, v_share, p_now) with ordinality as p(memory_id, line, ord);
+    v_used := v_used + coalesce(pgmem._estimate_tokens(v_profile || E'\n\n'), 0);
 
     -- Working memory: the open task of this session.
     v_share := least(pg_catalog.floor(p_token_budget * v_settings.prompt_share_task), p_token_budget - v_used);
@@ -156,6 +168,10 @@ begin
                    as contradicted
         from pgmem._recall(p_subject, p_query, p_embedding, p_k, null, null, null, null, null, null,
                            0, null, 0, p_now, null, null) as r
+        -- The profile said it already, or the turn it was extracted from did.
+        where r.memory_id <> all(coalesce(v_profile_ids, '{}'))
+          and not exists (select from pgmem._provenance_kin(v_tenant, v_profile_ids) as k
+                          where k.kin_id = r.memory_id)
     ),
     lines as (
         select c.memory_id, c.score,
@@ -202,14 +218,14 @@ begin
     if coalesce(p_reinforce, true) and v_packed is not null then
         perform pgmem._reinforce(v_packed, p_now);
     end if;
-    v_block := pg_catalog.concat_ws(E'\n\n', v_header, v_task, v_summary, v_long, v_dialogue);
+    v_block := pg_catalog.concat_ws(E'\n\n', v_header, v_profile, v_task, v_summary, v_long, v_dialogue);
     return v_block;
 end
 $$;
 
 comment on function pgmem.prompt(text, text, text, public.vector, integer, integer, boolean, timestamptz) is
     'The whole memory for one LLM call, labelled, within p_token_budget estimated tokens: an optional header '
-    '(settings.prompt_header), ## Current task (the session''s open task, ≤ prompt_share_task), ## Conversation '
+    '(settings.prompt_header), ## Core profile (pgmem.profile, whatever the query, ≤ profile_share), ## Current task (the session''s open task, ≤ prompt_share_task), ## Conversation '
     'summary (≤ prompt_share_summary), ## Long-term memory (recalled for p_query/p_embedding, ≤ '
     'prompt_share_long_term; memories this session contradicts are omitted or marked, settings.prompt_conflicts) '
     'and ## Recent conversation (the window, "role: content", with all the budget left). Packed long-term '
