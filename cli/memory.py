@@ -566,8 +566,10 @@ def profile(
     as_json: JsonOption = False,
     as_jsonl: JsonlOption = False,
 ) -> None:
-    """Show a user's core profile, the facts every prompt shows first; --add, --include
-    or --remove edit it first.
+    """Show or edit a user's core profile (in every prompt).
+
+    The profile is the few facts every prompt shows first, whatever the query.
+    --add, --include or --remove edit it, then it is shown.
 
     Exit codes: 0 ok, 1 error, 2 usage, 4 not found (an unknown id).
     """

@@ -36,7 +36,9 @@ def test_demo_shows_the_whole_product(dsn: str) -> None:
     assert "superseded" in stored and "浅色" in stored  # dark → light, old fact kept
     # The re-sent turn is reinforced, and so is its fact.
     assert "'rejected': 1" in stored and "'reinforced': 2" in stored
-    assert "## Preferences" in stored and "decay" in stored and "purge" in stored
+    # The context block opens with who the user is, whatever the query.
+    assert "## Core profile" in stored and "用户的名字是李雷" in stored
+    assert "decay" in stored and "purge" in stored
     # The other two layers, and the prompt assembled from all three.
     chat, rest = stored.split("12. Short-term memory", 1)[1].split("13. Working memory", 1)
     assert "rolling summary v1 (extractive), turns 1-7" in chat

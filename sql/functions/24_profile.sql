@@ -20,8 +20,18 @@
 --                  three times;
 -- then by importance, accesses (each reinforcement is one) and recency.
 
+-- Plain columns, not a pgmem.memories row: on Citus each shard's rows have
+-- their shard's row type, and a row-typed argument has no function there.
 create or replace function pgmem._profile_reason(
-    p_memory pgmem.memories,
+    p_pinned boolean,
+    p_kind text,
+    p_source text,
+    p_metadata jsonb,
+    p_triple_subject text,
+    p_triple_predicate text,
+    p_content text,
+    p_importance real,
+    p_access_count integer,
     p_min_importance real
 )
 returns text
@@ -31,28 +41,27 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
     select case
-        when p_memory.pinned then 'pinned'
-        when p_memory.kind = 'episodic' or p_memory.source = 'turn'
-             or p_memory.metadata @> '{"profile": false}' then null
-        when p_memory.triple_predicate in ('allergy', 'diet', 'medical_condition', 'medication', 'intolerance')
-             or (coalesce(p_memory.triple_subject, 'user') = 'user'
-                 and p_memory.content operator(pg_catalog.~*)
+        when p_pinned then 'pinned'
+        when p_kind = 'episodic' or p_source = 'turn' or p_metadata @> '{"profile": false}' then null
+        when p_triple_predicate in ('allergy', 'diet', 'medical_condition', 'medication', 'intolerance')
+             or (coalesce(p_triple_subject, 'user') = 'user'
+                 and p_content operator(pg_catalog.~*)
                      ('allerg|intoleran|anaphyla|diabet|asthma|epilep|c(o)?eliac|gluten|lactose|pregnan'
                       || '|vegetarian|vegan|halal|kosher|medication|inhaler|insulin|epipen'
                       || '|过敏|糖尿病|哮喘|癫痫|乳糖不耐|素食|忌口|不能吃|怀孕|胰岛素')) then 'health'
-        when p_memory.triple_subject = 'user'
-             and p_memory.triple_predicate in ('name', 'preferred_name', 'pronouns', 'age', 'birthday', 'lives_in',
-                                               'hometown', 'nationality', 'employer', 'job_title', 'work_city',
-                                               'field', 'marital_status', 'employment_status') then 'identity'
-        when (p_memory.kind = 'procedural' and p_memory.importance >= p_min_importance)
-             or p_memory.triple_predicate in ('language', 'max_length', 'min_length', 'reply_format', 'tone')
+        when p_triple_subject = 'user'
+             and p_triple_predicate in ('name', 'preferred_name', 'pronouns', 'age', 'birthday', 'lives_in',
+                                        'hometown', 'nationality', 'employer', 'job_title', 'work_city',
+                                        'field', 'marital_status', 'employment_status') then 'identity'
+        when (p_kind = 'procedural' and p_importance >= p_min_importance)
+             or p_triple_predicate in ('language', 'max_length', 'min_length', 'reply_format', 'tone')
              then 'instruction'
-        when p_memory.kind = 'preference'
-             and (p_memory.importance >= p_min_importance or p_memory.access_count >= 3) then 'preference'
+        when p_kind = 'preference'
+             and (p_importance >= p_min_importance or p_access_count >= 3) then 'preference'
     end
 $$;
 
-comment on function pgmem._profile_reason(pgmem.memories, real) is
+comment on function pgmem._profile_reason(boolean, text, text, jsonb, text, text, text, real, integer, real) is
     'Why a memory belongs to its subject''s core profile (pinned, health, identity, instruction, preference), NULL when it does not (internal; the rules are at the top of sql/functions/24_profile.sql).';
 
 create or replace function pgmem.profile(p_subject text, p_now timestamptz default null)
@@ -87,7 +96,9 @@ begin
     limit 1;
     return query
     select m.memory_id, m.content, m.kind, m.reason, m.importance, m.pinned, m.access_count, m.valid_from
-    from (select m.*, pgmem._profile_reason(m, v_settings.profile_min_importance) as reason
+    from (select m.*, pgmem._profile_reason(m.pinned, m.kind, m.source, m.metadata, m.triple_subject,
+                                        m.triple_predicate, m.content, m.importance, m.access_count,
+                                        v_settings.profile_min_importance) as reason
           from pgmem.memories as m
           where m.tenant_id = v_tenant and m.subject = p_subject and m.status = 'active'
             and (m.kind <> 'episodic' or m.pinned)
