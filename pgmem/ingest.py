@@ -63,6 +63,7 @@ __all__ = [
     "remember",
     "resolve_times",
     "resolve_times_of",
+    "scope_to_now",
     "states_time",
     "unstored",
 ]
@@ -85,6 +86,7 @@ class Planned:
     expires_at: datetime | None = None  # an appointment's day + grace (resolve_times)
     derived_from: tuple[int, ...] = ()  # positions (from 0) of the items it was extracted from
     past: bool = False  # tells of something that happened: a date in it is no appointment
+    check_conflicts: bool = True  # False: a wish for now, which retires no standing fact
 
 
 # The source of a stated turn kept as written: the episode facts are derived from.
@@ -272,19 +274,40 @@ def resolve_times_of(
     occurred_at: datetime | None,
 ) -> list[Planned]:
     """:func:`resolve_times` in ``subject``'s time zone and its tenant's appointment grace
-    (tenant bound by the caller), as of ``occurred_at`` (None: now). No query unless an
-    item names a date."""
-    if not states_time(planned):
+    (tenant bound by the caller), as of ``occurred_at`` (None: now); then
+    :func:`scope_to_now` for the turns ``pgmem.now_scoped`` finds scoped to now. No
+    query unless an item names a date or a fact was extracted from a turn."""
+    turns = [i for i, p in enumerate(planned) if p.source == TURN and p.rejected is None]
+    derived = any(p.derived_from for p in planned)
+    if not states_time(planned) and not (turns and derived):
         return list(planned)
+    at = occurred_at or datetime.now(UTC)
+    params = {"subject": subject, "turns": [planned[i].content for i in turns], "at": at}
     with conn.cursor(row_factory=dict_row) as cur:
-        policy = cur.execute(queries.TIME_POLICY, {"subject": subject}).fetchone()
+        policy = cur.execute(queries.TIME_POLICY, params).fetchone()
     assert policy is not None  # the _default settings row always exists
-    return resolve_times(
-        planned,
-        occurred_at or datetime.now(UTC),
-        timeexpr.time_zone(policy["time_zone"]),
-        policy["appointment_grace"],
+    resolved = resolve_times(
+        planned, at, timeexpr.time_zone(policy["time_zone"]), policy["appointment_grace"]
     )
+    scoped = {turns[int(n) - 1]: datetime.fromisoformat(e) for n, e in policy["scoped"].items()}
+    return scope_to_now(resolved, scoped)
+
+
+def scope_to_now(planned: Sequence[Planned], scoped: Mapping[int, datetime]) -> list[Planned]:
+    """The facts extracted from a turn scoped to now ("today", "this time", 暂时…; the
+    positions in ``scoped``, with the end of the subject's day) as wishes for now: they
+    expire with the day and retire no standing fact: no contradiction check, and no
+    triple, whose (subject, predicate) would replace the standing value. The turn
+    itself, the record, stays."""
+    out = []
+    for p in planned:
+        ends = [scoped[i] for i in p.derived_from if i in scoped]
+        if not ends or p.source == TURN or p.rejected is not None:
+            out.append(p)
+            continue
+        end = min([*ends, *([p.expires_at] if p.expires_at is not None else [])])
+        out.append(replace(p, triple=None, expires_at=end, check_conflicts=False))
+    return out
 
 
 def embed(planned: Sequence[Planned], embedder: Embedder | None) -> list[Vector | None]:
@@ -334,7 +357,7 @@ def items(
             "valid_from": p.valid_from or valid_from,
             "confidence": p.confidence if confidence is None else confidence,
             "expires_at": p.expires_at if expires_at is None else expires_at,
-            "check_conflicts": None if check_conflicts else False,
+            "check_conflicts": None if check_conflicts and p.check_conflicts else False,
             "rejected": p.rejected,
             # remember_many numbers items from 1
             "derived_from": [i + 1 for i in p.derived_from] or None,

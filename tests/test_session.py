@@ -217,6 +217,55 @@ def test_importance_strategy_prefers_salient_first_and_last_turns(
 # ------------------------------------------------------------------ summary
 
 
+@pytest.mark.parametrize(
+    ("question", "answer", "fact"),
+    [
+        ("Which language should the report be in?", "German", "User wants the report in German"),
+        (
+            "What is your budget for the trip?",
+            "About 2000 euros",
+            "budget for the trip is About 2000 euros",
+        ),
+        ("报告用什么语言？", "德语吧", "用户希望报告用德语"),
+        ("你在哪里工作？", "上海", "用户在上海工作"),
+    ],
+)
+def test_an_answer_is_extracted_with_the_question_it_answers(
+    new_tenant: Callable[[], Tenant], question: str, answer: str, fact: str
+) -> None:
+    """The session path queues the assistant's turns since the user's previous one
+    with the user's turn, so the worker stores the fact the answer completes."""
+    t = new_tenant()
+    append(t.conn, "user", "Please write the trip report.")
+    append(t.conn, "assistant", "Sure.")
+    append(t.conn, "assistant", question)
+    append(t.conn, "user", answer)
+    t.conn.commit()
+    queued = t.conn.execute(
+        "select payload -> 'messages' from pgmem.inbox order by inbox_id desc limit 1"
+    ).fetchone()
+    assert queued == (
+        [
+            {"role": "assistant", "content": "Sure."},
+            {"role": "assistant", "content": question},
+            {"role": "user", "content": answer},
+        ],
+    )
+    Worker(t.dsn, llm=None).run(once=True)
+    facts = [
+        r[0]
+        for r in t.conn.execute(
+            "select content from pgmem.memories where subject = 'alice' and status = 'active'"
+            " and source = 'rule'"
+        )
+    ]
+    assert any(fact in content for content in facts), facts
+    # The assistant's words are context: no episode of them.
+    assert t.conn.execute(
+        "select count(*) from pgmem.memories where content = %s", (question,)
+    ).fetchone() == (0,)
+
+
 def fold_worker(dsn: str, llm: LLMExtractor | None) -> Worker:
     return Worker(dsn, llm=llm)
 

@@ -44,6 +44,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from pgmem.extract.answer_rules import answer_fact, is_short_answer, last_question
 from pgmem.extract.facts import USER, Fact, Kind, Message, Rejected, Triple, dedupe, has_cjk
 from pgmem.extract.identity_rules import PROFESSIONS_ZH_RE, identity_facts
 from pgmem.extract.lexicon import (
@@ -1133,6 +1134,7 @@ def extract_with_rules(
     wanted = {r.lower() for r in roles}
     outcome = RuleOutcome()
     context = SettingContext()
+    question: str | None = None  # what the assistant asked just before
     for index, message in enumerate(messages):
         role, content = message["role"], message["content"]
         reason = injection_reason(content)
@@ -1140,15 +1142,29 @@ def extract_with_rules(
             outcome.rejected_indexes.add(index)
             if role in wanted:
                 outcome.rejected.append(Rejected(content, f"prompt injection: {reason}", index))
+            question = None
             continue
         context.current = set()
         if role in wanted:
+            facts, leftovers = [], []
             for sentence in split_sentences(content):
                 if is_small_talk(sentence):
                     continue
-                facts, leftovers = _sentence_facts(sentence, context)
-                outcome.facts.extend(facts)
-                outcome.leftovers.extend(leftovers)
+                found, left = _sentence_facts(sentence, context)
+                facts.extend(found)
+                leftovers.extend(left)
+            if question is not None and is_short_answer(content) and not is_small_talk(content):
+                # The reply completes the question: a recognised shape says it better
+                # than a bare setting read off the question's words.
+                answer, shaped = answer_fact(question, content)
+                if shaped or not facts:
+                    facts, leftovers = [answer], []
+            outcome.facts.extend(facts)
+            outcome.leftovers.extend(leftovers)
+        if role == "assistant":
+            question = last_question(content)
+        elif role != "tool":
+            question = None
         context.recent.append(topics_in(content) | context.current)
     outcome.facts = dedupe(outcome.facts)
     return outcome

@@ -194,9 +194,12 @@ select pgmem.context(
 TIME_ZONE: Final = "select pgmem.time_zone(%(subject)s) as time_zone"
 
 # What resolving a turn's relative dates needs: the zone and how long an appointment
-# outlives its day (settings.appointment_grace, revision 0011).
+# outlives its day (settings.appointment_grace, revision 0011); and which of the
+# turns are scoped to now, with the end of the subject's day (pgmem.now_scoped).
 TIME_POLICY: Final = """
-select pgmem.time_zone(%(subject)s) as time_zone, s.appointment_grace
+select pgmem.time_zone(%(subject)s) as time_zone, s.appointment_grace,
+       (select coalesce(pg_catalog.jsonb_object_agg(n.ordinality, n.expires_at), '{}')
+        from pgmem.now_scoped(%(subject)s, %(turns)s::text[], %(at)s) as n) as scoped
 from pgmem.settings as s
 where s.tenant_id in ((select pgmem._require_tenant()), '_default')
 order by s.tenant_id = '_default'

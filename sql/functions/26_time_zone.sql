@@ -63,3 +63,39 @@ $$;
 
 comment on function pgmem.set_time_zone(text, text) is
     'Sets p_subject''s own time zone (an IANA name; NULL: follow the tenant''s settings.time_zone) and returns the zone now in effect. PM010 bad subject, PM110 unknown zone.';
+
+-- A turn scoped to now ("today", "this time", "for now", 今天, 这次, 暂时)
+-- states a wish for the moment, not a standing fact: what is extracted
+-- from it expires with the subject's day and never retires the standing
+-- fact (the prompt still lets it win while it is in the window).
+create or replace function pgmem._now_scope_pattern()
+returns text
+language sql
+immutable parallel safe
+security invoker
+as $$
+    select '\m(for )?(today|tonight)\M|\mthis (time|once|evening|afternoon|morning)\M|\mfor (now|the moment|the time being)\M'
+           '|\mjust (for )?(now|today)\M|今天|今晚|这次|这一次|这回|暂时|临时|眼下'
+$$;
+
+comment on function pgmem._now_scope_pattern() is
+    'The words that scope a turn to now (today, this time, for now, 今天, 这次, 暂时…), a regular expression over lower-cased text (internal).';
+
+create or replace function pgmem.now_scoped(p_subject text, p_texts text[], p_at timestamptz default null)
+returns table (ordinality integer, expires_at timestamptz)
+language sql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The end of the subject's day at p_at, for each text scoped to now.
+    select t.n::integer,
+           (pg_catalog.date_trunc('day', coalesce(p_at, pg_catalog.now()) at time zone z.zone) + interval '1 day')
+               at time zone z.zone
+    from pg_catalog.unnest(p_texts) with ordinality as t(text, n)
+    cross join (select pgmem.time_zone(p_subject) as zone) as z
+    where pg_catalog.lower(t.text) operator(pg_catalog.~) pgmem._now_scope_pattern()
+$$;
+
+comment on function pgmem.now_scoped(text, text[], timestamptz) is
+    'For each of p_texts scoped to now (today, this time, for now, 今天, 这次, 暂时…) its position and the end of p_subject''s day at p_at (its time zone): when what is extracted from it expires. The write path stores such facts without retiring the standing ones.';

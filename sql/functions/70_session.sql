@@ -257,11 +257,27 @@ begin
     values (v_tenant, p_subject, p_session_id, v_seq, v_unit, p_role, p_content, v_tokens,
             coalesce(p_protected, false), p_metadata, v_now);
 
-    -- One call per turn: what the user says also goes to long-term memory.
+    -- One call per turn: what the user says also goes to long-term memory,
+    -- after what the assistant said since the user's previous turn (at most
+    -- two turns, as stored): "German" is an answer only beside its question.
     if p_role = 'user' and coalesce(p_extract, true) then
-        v_inbox := pgmem.enqueue(p_subject, pg_catalog.jsonb_build_object('role', 'user', 'content', p_content),
-                                 p_session_id, p_agent_id,
-                                 p_metadata || pg_catalog.jsonb_build_object('session_seq', v_seq), v_now);
+        v_inbox := pgmem.enqueue(
+            p_subject,
+            coalesce((select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('role', a.role, 'content', a.content)
+                                                  order by a.seq)
+                      from (select m.seq, m.role, m.content
+                            from pgmem.session_messages as m
+                            where m.tenant_id = v_tenant and m.subject = p_subject and m.session_id = p_session_id
+                              and m.seq < v_seq and m.role = 'assistant'
+                              and m.seq > coalesce((select max(u.seq) from pgmem.session_messages as u
+                                                    where u.tenant_id = v_tenant and u.subject = p_subject
+                                                      and u.session_id = p_session_id and u.seq < v_seq
+                                                      and u.role = 'user'), 0)
+                            order by m.seq desc
+                            limit 2) as a), '[]'::jsonb)
+                || pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object('role', 'user', 'content', p_content)),
+            p_session_id, p_agent_id,
+            p_metadata || pg_catalog.jsonb_build_object('session_seq', v_seq), v_now);
     elsif v_due then
         -- Turns left the window: wake a worker to fold them (enqueue notifies itself).
         perform pg_catalog.pg_notify('pgmem_inbox', '');  -- no tenant: any role may LISTEN

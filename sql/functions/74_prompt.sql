@@ -13,9 +13,12 @@
 -- A section takes only what it needs; the dialogue gets the rest, capped by
 -- the window's own turn and token limits.
 --
--- Short-term wins: a long-term memory whose triple (subject, predicate) this
--- session also stated with another object, later than the long-term one was
--- learned, is left out (prompt_conflicts = 'omit') or marked ('mark').
+-- Short-term wins: a long-term memory (core profile included) is left out
+-- (prompt_conflicts = 'omit') or marked ('mark') when this session stated its
+-- triple (subject, predicate) with another object later than it was learned,
+-- or when a user turn of the window, newer than it, contradicts it by the
+-- offline rules (pgmem.contradiction on the turn read as a statement,
+-- pgmem._turn_statement) — before any worker has extracted that turn.
 -- Superseded memories never show: recall returns what is valid now.
 
 create or replace function pgmem._fit_tokens(p_text text, p_budget integer)
@@ -47,6 +50,59 @@ $$;
 
 comment on function pgmem._fit_tokens(text, integer) is
     'The text, or a prefix of it ending in …, whose estimated tokens fit p_budget (internal).';
+
+create or replace function pgmem._turn_statement(p_text text)
+returns text
+language sql
+immutable strict parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- A request read as the statement the rules compare: "Use the light theme
+    -- today, please" as "like the light theme", 今天改用浅色主题吧 as
+    -- 改成浅色主题: the words scoping it to now, politeness and filler go,
+    -- asking for something is liking it, 改用 is a change.
+    select pg_catalog.regexp_replace(pg_catalog.regexp_replace(pg_catalog.regexp_replace(
+               pg_catalog.regexp_replace(pg_catalog.lower(p_text), pgmem._now_scope_pattern(), ' ', 'g'),
+               '\m(please|let''s|lets|can you|could you|would you|just|a bit|a little)\M|请|麻烦|一点|一些|一下', ' ', 'g'),
+               '\m(use|using|give me|switch to|go with|i want|i''d like|i need|make it|reply in|answer in)\M'
+               '|给我|我要|我想要', ' like ', 'g'),
+               '改用|换用', '改成', 'g')
+$$;
+
+comment on function pgmem._turn_statement(text) is
+    'A user turn as the statement the contradiction rules read against a long-term fact: words scoping it to now, politeness and filler removed, a request read as liking (internal).';
+
+create or replace function pgmem._window_contradicted(
+    p_tenant text,
+    p_subject text,
+    p_session_id text,
+    p_turns integer,
+    p_memory_ids bigint[]
+)
+returns table (memory_id bigint)
+language sql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Of p_memory_ids, those a user turn among the session's last p_turns
+    -- turns contradicts, the turn being newer than the memory.
+    select m.memory_id
+    from pgmem.memories as m
+    where m.tenant_id = p_tenant and m.memory_id = any (p_memory_ids)
+      and exists (select
+                  from (select w.content, w.created_at, w.role
+                        from pgmem.session_messages as w
+                        where w.tenant_id = p_tenant and w.subject = p_subject and w.session_id = p_session_id
+                        order by w.seq desc
+                        limit p_turns) as w
+                  where w.role = 'user' and w.created_at > m.created_at
+                    and pgmem.contradiction(m.content, pgmem._turn_statement(w.content)) is not null)
+$$;
+
+comment on function pgmem._window_contradicted(text, text, text, integer, bigint[]) is
+    'The memories of p_memory_ids that a newer user turn among a session''s last p_turns turns contradicts by the offline rules (pgmem._turn_statement, pgmem.contradiction): what pgmem.prompt omits or marks before any worker has run (internal).';
 
 create or replace function pgmem.prompt(
     p_subject text,
@@ -97,10 +153,26 @@ begin
 
     -- Who the user is, whatever this turn is about.
     v_share := least(pg_catalog.floor(p_token_budget * v_settings.profile_share), p_token_budget - v_used) - 1;
-    select '## Core profile' || E'\n' || pg_catalog.string_agg(p.line, E'\n' order by p.ord),
+    -- The window has the latest word on the profile too.
+    with p as (
+        select * from pgmem._profile_lines(p_subject, v_share, p_now) with ordinality as p(memory_id, line, ord)
+    ),
+    contradicted as (
+        select c.memory_id
+        from pgmem._window_contradicted(v_tenant, p_subject, p_session_id, v_settings.window_turns,
+                                        (select pg_catalog.array_agg(p.memory_id) from p)) as c
+    )
+    select '## Core profile' || E'\n'
+               || pg_catalog.string_agg(case when p.memory_id in (select c.memory_id from contradicted as c)
+                                             then pg_catalog.regexp_replace(p.line, '^(- \[[^]]*\] )',
+                                                                            '\1(contradicted in this conversation) ')
+                                             else p.line end,
+                                        E'\n' order by p.ord)
+                   filter (where v_settings.prompt_conflicts <> 'omit'
+                                 or p.memory_id not in (select c.memory_id from contradicted as c)),
            pg_catalog.array_agg(p.memory_id)
     into v_profile, v_profile_ids
-    from pgmem._profile_lines(p_subject, v_share, p_now) with ordinality as p(memory_id, line, ord);
+    from p;
     v_used := v_used + coalesce(pgmem._estimate_tokens(v_profile || E'\n\n'), 0);
 
     -- Working memory: the open task of this session.
@@ -173,12 +245,23 @@ begin
           and not exists (select from pgmem._provenance_kin(v_tenant, v_profile_ids) as k
                           where k.kin_id = r.memory_id)
     ),
+    -- What a user turn still in the window contradicts, before the worker read it.
+    window_contradicted as (
+        select w.memory_id
+        from pgmem._window_contradicted(v_tenant, p_subject, p_session_id, v_settings.window_turns,
+                                        (select pg_catalog.array_agg(r.memory_id) from recalled as r)) as w
+    ),
+    judged as (
+        select c.memory_id, c.content, c.score, c.valid_from,
+               c.contradicted or c.memory_id in (select w.memory_id from window_contradicted as w) as contradicted
+        from recalled as c
+    ),
     lines as (
         select c.memory_id, c.score,
                '- [' || pg_catalog.to_char(c.valid_from, 'YYYY-MM-DD') || '] '
                    || case when c.contradicted then '(contradicted in this conversation) ' else '' end
                    || pg_catalog.regexp_replace(c.content, '\s+', ' ', 'g') as line
-        from recalled as c
+        from judged as c
         where not (c.contradicted and v_settings.prompt_conflicts = 'omit')
     ),
     packed as (
