@@ -17,14 +17,20 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_tenant text := pgmem._require_tenant();
+    v_zone text;
 begin
-    return coalesce(
-        (select s.time_zone from pgmem.subjects as s where s.tenant_id = v_tenant and s.subject = p_subject),
-        (select st.time_zone from pgmem.settings as st
-         where st.tenant_id in (v_tenant, '_default')
-         order by st.tenant_id = '_default'
-         limit 1),
-        'UTC');
+    -- Two statements, not one: on Citus a query joining the subject's shard with
+    -- the settings reference table runs on the shard's node, and is refused when
+    -- the transaction changed settings there with owner rights
+    -- (pgmem._record_embedding_model).
+    v_zone := (select s.time_zone from pgmem.subjects as s where s.tenant_id = v_tenant and s.subject = p_subject);
+    if v_zone is null then
+        v_zone := (select st.time_zone from pgmem.settings as st
+                   where st.tenant_id in (v_tenant, '_default')
+                   order by st.tenant_id = '_default'
+                   limit 1);
+    end if;
+    return coalesce(v_zone, 'UTC');
 end
 $$;
 

@@ -89,9 +89,10 @@ declare
     v_model text := nullif(pg_catalog.btrim(p_model), '');
     v_recorded text;
 begin
-    if v_model is null then
-        v_recorded := (select s.embedding_model from pgmem.settings as s where s.tenant_id = v_tenant);
-    else
+    v_recorded := (select s.embedding_model from pgmem.settings as s where s.tenant_id = v_tenant);
+    if v_recorded is null and v_model is not null then
+        -- Only the first time: every worker job declares its model, and an update
+        -- of the settings reference table locks its every placement on Citus.
         v_recorded := pgmem._record_embedding_model(v_tenant, v_model);
     end if;
     if p_local then
