@@ -104,6 +104,15 @@ def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
     return typer.Exit(code)
 
 
+def warn_degraded(result: object) -> None:
+    """A warning line on stderr when a read or write went on without the embedder
+    (``result.degraded``): the answer is still printed and the exit code stays 0."""
+    reason = getattr(result, "degraded_reason", None)
+    if reason:
+        line = Text.assemble(("warning:", "yellow"), " degraded: ", " ".join(reason.split()))
+        err_console.print(line, highlight=False, soft_wrap=True)
+
+
 def unreachable(exc: psycopg.OperationalError) -> bool:
     """Whether a connection failed because no server answered (not a login or SQL error)."""
     text = str(exc)

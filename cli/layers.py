@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from pgmem.cli.common import DsnOption, JsonOption, fail, print_rows
+from pgmem.cli.common import DsnOption, JsonOption, fail, print_rows, warn_degraded
 from pgmem.cli.memory import (
     EXIT_NOT_FOUND,
     NoEmbedOption,
@@ -201,7 +201,8 @@ def prompt(
     the session summary, long-term memories for the query and the recent turns."""
     with memory_errors(dsn), open_memory(dsn, tenant, embed=not no_embed) as memory:
         block = memory.session(session, user).prompt(query, token_budget=budget)
+    warn_degraded(block)
     if as_json:
-        print_json({"prompt": block})
+        print_json({"prompt": block, "degraded": block.degraded})
     else:
         typer.echo(block)

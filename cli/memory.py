@@ -37,6 +37,7 @@ from pgmem.cli.common import (
     output_format,
     print_json,
     print_rows,
+    warn_degraded,
 )
 from pgmem.client import ImportRecordError, Memory, MemoryNotFound, TenantError
 from pgmem.embed import EmbeddingError
@@ -234,6 +235,7 @@ def add(
                 kind=kind if raw else None,
                 importance=importance if raw else None,
             )
+    warn_degraded(results)
     if as_json:
         print_json(results)
     elif enqueue:
@@ -332,6 +334,7 @@ def search(
             parse_time=not no_time,
             now=now,
         )
+    warn_degraded(rows)
     columns = (
         SEARCH_COLUMNS
         + (["hops", "via_memory_id"] if hops else [])
@@ -388,8 +391,9 @@ def context(
             parse_time=not no_time,
             now=now,
         )
+    warn_degraded(block)
     if fmt != "table":
-        print_json({"context": block}, lines=fmt == "jsonl")
+        print_json({"context": block, "degraded": block.degraded}, lines=fmt == "jsonl")
     elif block.strip():
         typer.echo(block)
     else:

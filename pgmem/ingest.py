@@ -64,7 +64,9 @@ __all__ = [
     "resolve_times",
     "resolve_times_of",
     "scope_to_now",
+    "spread",
     "states_time",
+    "stored_texts",
     "unstored",
 ]
 
@@ -310,11 +312,22 @@ def scope_to_now(planned: Sequence[Planned], scoped: Mapping[int, datetime]) -> 
     return out
 
 
+def stored_texts(planned: Sequence[Planned]) -> list[str]:
+    """The texts of the items that will be stored (not rejected): what is embedded."""
+    return [p.content for p in planned if p.rejected is None]
+
+
+def spread(planned: Sequence[Planned], vectors: Sequence[Vector | None]) -> list[Vector | None]:
+    """One vector per item from the vectors of :func:`stored_texts`: None for rejected
+    items, and for every item when ``vectors`` runs short (none were computed)."""
+    stored = iter(vectors)
+    return [None if p.rejected is not None else next(stored, None) for p in planned]
+
+
 def embed(planned: Sequence[Planned], embedder: Embedder | None) -> list[Vector | None]:
     """One vector per item: None for rejected items, and for all without an embedder."""
-    stored = [p.content for p in planned if p.rejected is None]
-    vectors = iter(embedder.embed(stored) if embedder is not None and stored else [])
-    return [None if p.rejected is not None else next(vectors, None) for p in planned]
+    stored = stored_texts(planned)
+    return spread(planned, embedder.embed(stored) if embedder is not None and stored else [])
 
 
 def items(

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pgmem import ingest
-from pgmem.client import Connection, Memory, Row, Rows, _one, _rows
+from pgmem.client import Connection, Memory, PromptText, Row, Rows, _one, _rows
 from pgmem.queries import layers as lq
 
 if TYPE_CHECKING:
@@ -118,12 +118,13 @@ class Session:
         token_budget: int = 4000,
         reinforce: bool = True,
         conn: Connection | None = None,
-    ) -> str:
+    ) -> PromptText:
         """The whole memory for the next LLM call (``pgmem.prompt``): the open task,
         the summary, the window and the long-term memories relevant to ``query``, each
-        section labelled, within ``token_budget`` estimated tokens."""
+        section labelled, within ``token_budget`` estimated tokens. ``degraded`` when
+        the embedder failed and long-term memories were found by full text alone."""
 
-        embedding = self.memory._embed([query], query=True)[0] if query and query.strip() else None
+        embedding, degraded = self.memory._query_vector(query)
         params = self._key() | {
             "query": query,
             "embedding": embedding,
@@ -131,7 +132,8 @@ class Session:
             "reinforce": reinforce,
         }
         with self.memory.transaction(conn) as c:
-            return str(_one(c, lq.PROMPT, params)["prompt"] or "")
+            text = str(_one(c, lq.PROMPT, params)["prompt"] or "")
+        return PromptText(text, degraded_reason=degraded)
 
     def start_task(self, goal: str, plan: Sequence[str], **options: Any) -> Task:
         """Start a task of this session (see :meth:`Memory.start_task`)."""

@@ -83,7 +83,7 @@ from psycopg.types.json import Jsonb
 
 from pgmem import ingest, queries
 from pgmem.consolidate import consolidate_subject
-from pgmem.embed import Embedder, embedder_from_env
+from pgmem.embed import Embedder, degraded, embedder_from_env
 from pgmem.extract import ExtractionResult, LLMExtractor, merge_facts
 from pgmem.extract.llm import Judgement
 from pgmem.queries import layers as lq
@@ -215,6 +215,7 @@ class _Turn:
     skipped: list[dict[str, Any]] = field(default_factory=list)  # messages nothing kept
     error: BaseException | None = None
     spent: float = 0.0  # seconds of its budget used before its SQL runs
+    degraded: str | None = None  # why its facts are stored without vectors
 
 
 @dataclass
@@ -872,7 +873,7 @@ class Worker:
             if item.error is not None:
                 continue
             if isinstance(item, _Turn):
-                texts = [p.content for p in item.planned if p.rejected is None]
+                texts = ingest.stored_texts(item.planned)
             elif isinstance(item, _Reembed):
                 texts = item.texts
             elif isinstance(item, _Merge) and item.content is not None:
@@ -890,16 +891,20 @@ class Worker:
                     if self._check_budget(item, "embedding"):
                         break
             except Exception as exc:
-                item.error = exc
+                if isinstance(item, _Turn):
+                    # An embedder outage does not hold a turn back: its facts are
+                    # stored with their text now, and the embed pass gives them
+                    # vectors once the embedder answers again.
+                    item.degraded = degraded(exc, "facts stored without vectors")
+                    vectors = []
+                else:
+                    item.error = exc
             if item.error is not None:
                 continue
             if isinstance(item, _Reembed):
                 item.vectors = vectors
             elif isinstance(item, _Turn):
-                chunk = iter(vectors)
-                item.vectors = [
-                    None if p.rejected is not None else next(chunk) for p in item.planned
-                ]
+                item.vectors = ingest.spread(item.planned, vectors)
             elif isinstance(item, _Merge):
                 item.vector = vectors[0]
 
@@ -948,6 +953,8 @@ class Worker:
         result: dict[str, Any] = {"facts": len(turn.result.facts), "actions": actions}
         if turn.result.fallback_reason:
             result["fallback_reason"] = turn.result.fallback_reason
+        if turn.degraded:
+            result["degraded"] = turn.degraded
         return result
 
     def _stage_reembed(self, conn: Conn, item: _Reembed) -> dict[str, Any]:

@@ -284,6 +284,7 @@ class PgmemStore(BaseStore):
         found: list[tuple[float, datetime, int, SearchItem]] = []
         for subject in self._subjects(conn, op.namespace_prefix):
             namespace = namespace_of(subject)
+            rows: list[dict[str, Any]]
             if op.query:
                 rows = self.memory.search(
                     op.query, subject, min(window, 1000), filters=ITEMS_ONLY, conn=conn

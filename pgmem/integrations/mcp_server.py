@@ -33,13 +33,23 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 import psycopg
+import pydantic_core
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
 from pydantic import Field
 
 from pgmem import __version__
-from pgmem.client import Memory, MemoryNotFound, Row, TenantError, _message, _one
+from pgmem.client import (
+    Memory,
+    MemoryNotFound,
+    PromptText,
+    Results,
+    Row,
+    TenantError,
+    _message,
+    _one,
+)
 from pgmem.embed import EmbeddingError
 from pgmem.extract import KINDS, LLMError
 from pgmem.queries import integrations as queries
@@ -264,7 +274,32 @@ def _remember(b: Binding) -> Callable[..., list[Row]]:
     return remember
 
 
-def _recall(b: Binding) -> Callable[..., list[Row]]:
+def _answer(value: Results | PromptText) -> CallToolResult:
+    """What a read tool returns: the rows or text as ever, and when the embedder failed
+    a first text block an agent reads saying so, with ``pgmem/degraded`` and
+    ``pgmem/degraded_reason`` in the result's ``_meta`` for the application."""
+    if isinstance(value, str):
+        content: list[ContentBlock] = [TextContent(type="text", text=str(value))]
+        structured: Any = {"result": str(value)}
+    else:
+        rows = pydantic_core.to_jsonable_python(list(value), fallback=str)
+        content = [
+            TextContent(type="text", text=pydantic_core.to_json(row, indent=2).decode())
+            for row in rows
+        ]
+        structured = {"result": rows}
+    if not value.degraded:
+        return CallToolResult(content=content, structured_content=structured)
+    note = f"degraded: {value.degraded_reason}"
+    result = CallToolResult(
+        content=[TextContent(type="text", text=note), *content],
+        structured_content=structured,
+    )
+    result.meta = {"pgmem/degraded": True, "pgmem/degraded_reason": value.degraded_reason}
+    return result
+
+
+def _recall(b: Binding) -> Callable[..., CallToolResult]:
     def recall(
         query: Annotated[
             str, Field(description="What to recall, in natural language.", max_length=MAX_QUERY)
@@ -287,26 +322,29 @@ def _recall(b: Binding) -> Callable[..., list[Row]]:
         session_id: Annotated[
             str | None, Field(description="Only this conversation.", max_length=256)
         ] = None,
-    ) -> list[Row]:
+    ) -> Annotated[CallToolResult, list[Row]]:
         """Ranked memories of the user that answer `query`, best first, with memory_id,
-        content, kind, dates and the score parts (relevance, importance, recency)."""
+        content, kind, dates and the score parts (relevance, importance, recency).
+        Marked degraded when the embedder failed and words alone ranked them."""
         with b.call():
-            return b.memory.search(
-                query,
-                b.user(user),
-                k,
-                kinds=kinds,
-                since=since,
-                until=until,
-                as_of=as_of,
-                hops=hops,
-                session_id=session_id,
+            return _answer(
+                b.memory.search(
+                    query,
+                    b.user(user),
+                    k,
+                    kinds=kinds,
+                    since=since,
+                    until=until,
+                    as_of=as_of,
+                    hops=hops,
+                    session_id=session_id,
+                )
             )
 
     return recall
 
 
-def _context(b: Binding) -> Callable[..., str]:
+def _context(b: Binding) -> Callable[..., CallToolResult]:
     def context(
         query: Annotated[
             str, Field(description="What the next answer is about.", max_length=MAX_QUERY)
@@ -318,13 +356,13 @@ def _context(b: Binding) -> Callable[..., str]:
         ] = 500,
         kinds: Kinds = None,
         hops: Annotated[int, Field(ge=0, le=MAX_HOPS)] = 0,
-    ) -> str:
+    ) -> Annotated[CallToolResult, str]:
         """A prompt block of what is known about the user for `query`: sections by
         kind, dated lines, most relevant first, within the token budget. Empty when
-        nothing is known."""
+        nothing is known; marked degraded when the embedder failed."""
         with b.call():
-            return b.memory.context(
-                query, b.user(user), token_budget, kinds=kinds, hops=hops, k=MAX_K
+            return _answer(
+                b.memory.context(query, b.user(user), token_budget, kinds=kinds, hops=hops, k=MAX_K)
             )
 
     return context
@@ -509,7 +547,7 @@ def _session_summary(b: Binding) -> Callable[..., Row | None]:
     return session_summary
 
 
-def _prompt(b: Binding) -> Callable[..., str]:
+def _prompt(b: Binding) -> Callable[..., CallToolResult]:
     def prompt(
         session_id: SessionId,
         query: Annotated[
@@ -521,13 +559,14 @@ def _prompt(b: Binding) -> Callable[..., str]:
         ] = None,
         user: User = None,
         token_budget: Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET)] = 2000,
-    ) -> str:
+    ) -> Annotated[CallToolResult, str]:
         """The whole memory for the next answer, in labelled sections under one token
         budget: the open task, the conversation summary, the recent turns and the
-        long-term memories relevant to `query`."""
+        long-term memories relevant to `query`; marked degraded when the embedder
+        failed."""
         with b.call():
             chat = b.memory.session(session_id, b.user(user))
-            return chat.prompt(query, token_budget=token_budget)
+            return _answer(chat.prompt(query, token_budget=token_budget))
 
     return prompt
 
