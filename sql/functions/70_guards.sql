@@ -540,28 +540,24 @@ as $$
 declare
     v_max_bytes integer;
 begin
-    if pgmem._bypasses_rls() then
-        -- Redaction does not depend on who connects: the quick-start client
-        -- connects as a superuser, and a turn is a turn.
-        new.tokens := pgmem._estimate_tokens(new.content);
-        new.content := pgmem.redact(new.content);
-        new.metadata := pgmem._redact_jsonb(new.metadata);
-        return new;
+    -- The checks are for app roles; redaction and the token count are for every
+    -- writer: the quick-start client connects as a superuser, and a turn is a turn.
+    if not pgmem._bypasses_rls() then
+        if new.role is null or new.role not in ('system', 'user', 'assistant', 'tool') then
+            raise exception 'unknown role: %', coalesce(pg_catalog.quote_literal(new.role), 'NULL')
+                using errcode = 'PM071', hint = 'Roles: system, user, assistant, tool.';
+        end if;
+        if new.content is null or pg_catalog.btrim(pgmem._safety_clean(new.content), E' \t\n\r\f\x0b\u0085') = '' then
+            raise exception 'the turn is empty' using errcode = 'PM011', hint = 'Append a turn with some text.';
+        end if;
+        v_max_bytes := (pgmem._byte_limits(new.tenant_id)).max_turn_bytes;
+        if pg_catalog.octet_length(new.content) > v_max_bytes then
+            raise exception 'the turn is % bytes, over the tenant''s max_turn_bytes (%)',
+                            pg_catalog.octet_length(new.content), v_max_bytes
+                using errcode = 'PM072', hint = 'Append turns with pgmem.append_message; split a large one.';
+        end if;
+        perform pgmem._check_field_length('metadata', new.metadata::text, 16384);
     end if;
-    if new.role is null or new.role not in ('system', 'user', 'assistant', 'tool') then
-        raise exception 'unknown role: %', coalesce(pg_catalog.quote_literal(new.role), 'NULL')
-            using errcode = 'PM071', hint = 'Roles: system, user, assistant, tool.';
-    end if;
-    if new.content is null or pg_catalog.btrim(pgmem._safety_clean(new.content), E' \t\n\r\f\x0b\u0085') = '' then
-        raise exception 'the turn is empty' using errcode = 'PM011', hint = 'Append a turn with some text.';
-    end if;
-    v_max_bytes := (pgmem._byte_limits(new.tenant_id)).max_turn_bytes;
-    if pg_catalog.octet_length(new.content) > v_max_bytes then
-        raise exception 'the turn is % bytes, over the tenant''s max_turn_bytes (%)',
-                        pg_catalog.octet_length(new.content), v_max_bytes
-            using errcode = 'PM072', hint = 'Append turns with pgmem.append_message; split a large one.';
-    end if;
-    perform pgmem._check_field_length('metadata', new.metadata::text, 16384);
     -- Counted on the text as written, as append_message counts it for the
     -- session's unsummarized_tokens: the window's budget cannot be faked.
     new.tokens := pgmem._estimate_tokens(new.content);
