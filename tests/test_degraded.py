@@ -15,17 +15,16 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from conftest import Db, Tenant
+from http_stub import Answer, json_endpoint
 
 from pgmem import Memory
 from pgmem.embed import EmbeddingCache, OpenAIEmbedder
@@ -57,46 +56,19 @@ def serve(up: bool) -> Iterator[Endpoint]:
     """An embeddings endpoint on localhost: word vectors while ``up``, HTTP 500 when not."""
     state = Endpoint(base_url="", up=up)
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if state.up:
-                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                status, reply = (
-                    200,
-                    {
-                        "object": "list",
-                        "model": MODEL,
-                        "data": [
-                            {"object": "embedding", "index": i, "embedding": word_vector(t)}
-                            for i, t in enumerate(texts)
-                        ],
-                        "usage": {"prompt_tokens": 1, "total_tokens": 1},
-                    },
-                )
-            else:
-                status, reply = 500, {"error": {"message": "model server crashed"}}
-            payload = json.dumps(reply).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+    def answer(path: str, body: Any) -> Answer:
+        if not state.up:
+            return 500, {"error": {"message": "model server crashed"}}, {}
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = [
+            {"object": "embedding", "index": i, "embedding": word_vector(t)}
+            for i, t in enumerate(texts)
+        ]
+        usage = {"prompt_tokens": 1, "total_tokens": 1}
+        return 200, {"object": "list", "model": MODEL, "data": data, "usage": usage}, {}
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    state.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    try:
+    with json_endpoint(answer) as state.base_url:
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 @pytest.fixture

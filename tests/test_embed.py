@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import math
 import os
 import struct
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from http_stub import Answer, json_endpoint
 
 from pgmem import embed
 from pgmem.embed import (
@@ -267,37 +265,14 @@ class EmbeddingServer:
 def server() -> Iterator[EmbeddingServer]:
     state = EmbeddingServer()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            if self.path != "/v1/embeddings":
-                self.send_error(404)
-                return
-            length = int(self.headers["Content-Length"])
-            status, body = state.reply(json.loads(self.rfile.read(length)))
-            payload = json.dumps(body).encode()  # NaN is written as a bare NaN token
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client timed out and left
+    def answer(path: str, body: Any) -> Answer:
+        if path != "/v1/embeddings":
+            return None
+        status, content = state.reply(body)
+        return status, content, {}
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    state.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    try:
+    with json_endpoint(answer) as state.base_url:
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from http_stub import Answer, json_endpoint
 
 from pgmem.extract import Fact, LLMError, LLMExtractor, extract, merge_facts
 from pgmem.extract.llm import DEFAULT_MODEL, MalformedOutput, parse_facts
@@ -77,48 +77,23 @@ def _completion(content: str, model: str) -> dict[str, Any]:
 def fake_llm() -> Iterator[FakeLLM]:
     state = FakeLLM(url="")
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if self.path != "/v1/chat/completions":
-                self.send_error(404)
-                return
-            state.requests.append(body)
-            reply = state.script.pop(0) if state.script else Reply(facts_json())
-            if reply.delay:
-                # Woken at teardown so a slow reply never outlives the test.
-                state.release.wait(reply.delay)
-            if reply.status == 200:
-                payload = json.dumps(_completion(reply.content or "", body["model"])).encode()
-            else:
-                payload = json.dumps({"error": {"message": "scripted failure"}}).encode()
-            try:
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client timed out and hung up, as the test intends
+    def answer(path: str, body: Any) -> Answer:
+        if path != "/v1/chat/completions":
+            return None
+        state.requests.append(body)
+        reply = state.script.pop(0) if state.script else Reply(facts_json())
+        if reply.delay:
+            # Woken at teardown so a slow reply never outlives the test.
+            state.release.wait(reply.delay)
+        if reply.status == 200:
+            return 200, _completion(reply.content or "", body["model"]), reply.headers
+        return reply.status, {"error": {"message": "scripted failure"}}, reply.headers
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass  # keep test output clean
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    # A short poll interval keeps shutdown() (and so each test's teardown) quick.
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
-        yield state
-    finally:
-        state.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with json_endpoint(answer) as state.url:
+        try:
+            yield state
+        finally:
+            state.release.set()
 
 
 @pytest.fixture

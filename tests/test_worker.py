@@ -19,12 +19,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from http_stub import Answer, json_endpoint
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
@@ -749,11 +749,11 @@ def fake_llm() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     its base URL and the requests it received."""
     requests: list[dict[str, Any]] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            requests.append(body)
-            answer = {
+    def answer(path: str, body: Any) -> Answer:
+        requests.append(body)
+        return (
+            200,
+            {
                 "id": "chatcmpl-test",
                 "object": "chat.completion",
                 "created": int(time.time()),
@@ -765,24 +765,12 @@ def fake_llm() -> Iterator[tuple[str, list[dict[str, Any]]]]:
                         "finish_reason": "stop",
                     }
                 ],
-            }
-            data = json.dumps(answer).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            },
+            {},
+        )
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with json_endpoint(answer) as url:
+        yield url, requests
 
 
 MERGED_BY_LLM = "User has a dog named Rex, aged 3"
