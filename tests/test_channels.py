@@ -74,6 +74,28 @@ def test_turns_are_redacted_whoever_connects(db: Db) -> None:
             assert leaked not in content and leaked not in payload
 
 
+def test_a_timestamp_in_a_payload_is_kept_whatever_its_fraction(db: Db) -> None:
+    """A turn's time travels in its job's payload; a fraction of a second such as
+    .001994 is not a phone number, and the worker must be able to read it back."""
+    at = "2026-12-04T18:19:44.001994+00:00"
+    for value in (at, "2026-12-04 18:19:44.0012", "2026-12-04T18:19:44Z"):
+        (kept,) = db.admin.execute(
+            "select pgmem._redact_jsonb(jsonb_build_object('at', %s::text, 'note',"
+            " 'call 13812345678 at ' || %s::text)) ->> 'at'",
+            (value, value),
+        ).fetchone()
+        assert kept == value
+    (note,) = db.admin.execute(
+        "select pgmem._redact_jsonb(jsonb_build_object('note', %s::text)) ->> 'note'",
+        (f"call 13812345678 at {at}",),
+    ).fetchone()
+    assert "13812345678" not in note
+    (leaf,) = db.admin.execute(
+        "select pgmem._redact_jsonb(to_jsonb(%s::text)) #>> '{}'", ("2026-12-04T13812345678",)
+    ).fetchone()
+    assert "13812345678" not in leaf
+
+
 def test_every_free_text_field_is_redacted_or_refused(
     new_tenant: Callable[[], Tenant],
 ) -> None:

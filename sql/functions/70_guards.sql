@@ -76,9 +76,15 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    -- Every string leaf redacted (pgmem.redact); keys, numbers and shape stay.
+    -- Every string leaf redacted (pgmem.redact); keys, numbers and shape stay,
+    -- and so does a leaf that is wholly an ISO timestamp: its fraction of a
+    -- second ("…44.001994") would otherwise read as a phone number, and a turn's
+    -- time is no one's personal data.
     return case pg_catalog.jsonb_typeof(p_value)
-        when 'string' then pg_catalog.to_jsonb(pgmem.redact(p_value #>> '{}'))
+        when 'string' then
+            case when (p_value #>> '{}') ~ '^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?$'
+                 then p_value
+                 else pg_catalog.to_jsonb(pgmem.redact(p_value #>> '{}')) end
         when 'object' then coalesce((select pg_catalog.jsonb_object_agg(e.key, pgmem._redact_jsonb(e.value))
                                      from pg_catalog.jsonb_each(p_value) as e), '{}'::jsonb)
         when 'array' then coalesce((select pg_catalog.jsonb_agg(pgmem._redact_jsonb(e.value) order by e.n)
@@ -89,7 +95,7 @@ end
 $$;
 
 comment on function pgmem._redact_jsonb(jsonb) is
-    'The JSON value with every string redacted by pgmem.redact (internal; metadata and inbox payloads).';
+    'The JSON value with every string redacted by pgmem.redact except ISO timestamps (internal; metadata and inbox payloads).';
 
 create or replace function pgmem._check_field_length(p_field text, p_value text, p_max integer)
 returns void
