@@ -159,14 +159,18 @@ def test_reads_answer_from_full_text_and_say_so(
     assert not stored.session("c1", "alice").prompt("Lisbon").degraded
 
 
-def test_a_write_keeps_its_facts_and_the_worker_embeds_them_later(
-    db: Db, new_tenant: Callable[[], Tenant], healthy: OpenAIEmbedder, down: OpenAIEmbedder
-) -> None:
-    t = new_tenant()
-    # The tenant's model is the endpoint's: a vector of it was stored before.
+def on_the_endpoints_model(t: Tenant, healthy: OpenAIEmbedder) -> Tenant:
+    """``t`` with the endpoint's model as its own: one vector of it stored while up."""
     Memory(conn=t.conn, embedder=healthy, llm=False).add(
         "Alice likes green tea.", "alice", infer=False
     )
+    return t
+
+
+def test_a_write_keeps_its_facts_and_the_worker_embeds_them_later(
+    db: Db, new_tenant: Callable[[], Tenant], healthy: OpenAIEmbedder, down: OpenAIEmbedder
+) -> None:
+    t = on_the_endpoints_model(new_tenant(), healthy)
     results = Memory(conn=t.conn, embedder=down, llm=False).add(
         "I live in Lisbon. My sister is called Marta.", "alice"
     )
@@ -191,10 +195,7 @@ def test_a_write_keeps_its_facts_and_the_worker_embeds_them_later(
 def test_the_worker_stores_a_turn_when_the_embedder_is_down(
     db: Db, new_tenant: Callable[[], Tenant], healthy: OpenAIEmbedder, down: OpenAIEmbedder
 ) -> None:
-    t = new_tenant()
-    Memory(conn=t.conn, embedder=healthy, llm=False).add(
-        "Alice likes green tea.", "alice", infer=False
-    )
+    t = on_the_endpoints_model(new_tenant(), healthy)
     chat = Memory(conn=t.conn, embedder=False, llm=False).session("c1", "alice")
     chat.append("user", "I moved to Porto last month and I am allergic to peanuts.")
 
