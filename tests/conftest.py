@@ -9,6 +9,7 @@ import struct
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import psycopg
@@ -21,6 +22,14 @@ from pgmem.config import Config
 
 # Every role a test creates starts with this, so teardown finds leftovers.
 TEST_ROLE_PREFIX = f"pgmem_t_test{os.getpid()}"
+
+
+@contextmanager
+def raises_sqlstate(code: str) -> Iterator[None]:
+    """pgmem's own SQLSTATEs (class PM) have no psycopg exception class of their own."""
+    with pytest.raises(psycopg.Error) as info:
+        yield
+    assert info.value.sqlstate == code, info.value
 
 
 def half(vector: Sequence[float]) -> list[float]:

@@ -5,21 +5,13 @@ the maintenance lock)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import psycopg
 import pytest
-from conftest import Db, Tenant
+from conftest import Db, Tenant, raises_sqlstate
 
 DIMS = 384
-
-
-@contextmanager
-def raises_sqlstate(code: str) -> Iterator[None]:
-    with pytest.raises(psycopg.Error) as info:
-        yield
-    assert info.value.sqlstate == code, info.value
 
 
 def axis(i: int) -> list[float]:

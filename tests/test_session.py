@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
 import pytest
-from conftest import Db, Tenant
+from conftest import Db, Tenant, raises_sqlstate
 from psycopg.rows import dict_row
 from test_extract_llm import FakeLLM, Reply, fake_llm  # noqa: F401  (fixture)
 
@@ -21,13 +20,6 @@ from pgmem.summarize import EXTRACTIVE_LABEL
 from pgmem.worker import Worker
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-
-
-@contextmanager
-def raises_sqlstate(code: str) -> Iterator[None]:
-    with pytest.raises(psycopg.Error) as info:
-        yield
-    assert info.value.sqlstate == code, info.value
 
 
 def append(

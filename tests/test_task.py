@@ -7,25 +7,17 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-from conftest import Db, Tenant
+from conftest import Db, Tenant, raises_sqlstate
 
 from pgmem import Memory
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 PLAN = ["search flights", "book the cheapest", "email the receipt"]
-
-
-@contextmanager
-def raises_sqlstate(code: str) -> Iterator[None]:
-    with pytest.raises(psycopg.Error) as info:
-        yield
-    assert info.value.sqlstate == code, info.value
 
 
 def start(conn: psycopg.Connection, session: str | None = "s1", **kw: object) -> int:

@@ -17,13 +17,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from conftest import raises_sqlstate
 from http_stub import Answer, json_endpoint
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
@@ -183,14 +183,6 @@ def hold_subject(dsn: str) -> Iterator[Callable[[str, str], psycopg.Connection]]
     yield hold
     for conn in opened:
         conn.close()
-
-
-@contextmanager
-def raises_sqlstate(code: str) -> Iterator[None]:
-    """pgmem's own SQLSTATEs (class PM) have no psycopg exception class of their own."""
-    with pytest.raises(psycopg.Error) as info:
-        yield
-    assert info.value.sqlstate == code, info.value
 
 
 def cosine(a: list[float], b: list[float]) -> float:

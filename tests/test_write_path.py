@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import Db, Tenant, add_crowd, memories_scans
+from conftest import Db, Tenant, add_crowd, memories_scans, raises_sqlstate
 from test_remember import remember, remember_many, vec
 
 ZH_PERSONAS = Path("pgmem/lab/data/zh_personas.json")
@@ -38,13 +37,6 @@ SHARED_DEV = Path(
 @pytest.fixture
 def acme(new_tenant: Callable[[], Tenant]) -> Tenant:
     return new_tenant()
-
-
-@contextmanager
-def raises_sqlstate(code: str) -> Iterator[None]:
-    with pytest.raises(psycopg.Error) as info:
-        yield
-    assert info.value.sqlstate == code, info.value
 
 
 def features(admin: psycopg.Connection, memory_id: int) -> tuple:
