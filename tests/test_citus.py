@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import settle_cron_runs
+from conftest import raises_sqlstate, settle_cron_runs
 from psycopg.conninfo import make_conninfo
 from typer.testing import CliRunner
 
@@ -331,6 +331,19 @@ def test_unbound_service_sees_nothing_and_cannot_write(service: str, tenant: str
         with pytest.raises(psycopg.Error) as info:
             conn.execute("select pgmem.remember('erin', 'something')")
         assert info.value.sqlstate == "PM001"
+
+
+def test_end_user_binding_is_refused_and_leaves_no_policies(
+    admin: psycopg.Connection, service: str, tenant: str
+) -> None:
+    """Binding is for a single node: its policies would run on the workers, whose
+    backends are not the coordinator's; pgmem.distribute drops them."""
+    assert admin.execute(
+        "select count(*) from pg_policies where schemaname = 'pgmem'"
+        " and policyname like 'subject_binding%'"
+    ).fetchone() == (0,)
+    with bound(service, tenant) as conn, raises_sqlstate("PM005"):
+        conn.execute("select pgmem.bind_subject('erin')")
 
 
 # -- concurrency -----------------------------------------------------------------

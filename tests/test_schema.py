@@ -136,7 +136,8 @@ def test_every_tenant_table_forces_rls_and_leads_with_tenant(admin: psycopg.Conn
         select c.relname, c.relrowsecurity, c.relforcerowsecurity
         from pg_class c join pg_attribute a on a.attrelid = c.oid and a.attname = 'tenant_id'
         where c.relnamespace = 'pgmem'::regnamespace and c.relkind = 'r'
-          and c.relname not in ('_tenant_logins', 'job_runs')
+          -- Owner-only tables keyed by role or backend, not tenant rows.
+          and c.relname not in ('_tenant_logins', '_subject_bindings', 'job_runs')
         """
     ).fetchall()
     assert {t for t, _, _ in tables} == {
@@ -163,7 +164,8 @@ def test_every_tenant_table_forces_rls_and_leads_with_tenant(admin: psycopg.Conn
         from pg_index i join pg_class c on c.oid = i.indrelid
         join pg_class ic on ic.oid = i.indexrelid join pg_am am on am.oid = ic.relam
         where c.relnamespace = 'pgmem'::regnamespace
-          and c.relname not in ('_tenant_logins', 'job_runs', '_job_locks') and am.amname <> 'hnsw'
+          and c.relname not in ('_tenant_logins', '_subject_bindings', 'job_runs', '_job_locks')
+          and am.amname <> 'hnsw'
           and (select attname from pg_attribute where attrelid = c.oid and attnum = i.indkey[0])
               <> 'tenant_id'
         """

@@ -54,6 +54,9 @@ declare
     v_locked integer;
     v_rounds integer := 0;
 begin
+    -- Bound to one end user (pgmem.bind_subject), a write about another is
+    -- refused by name here, before row-level security refuses its row.
+    perform pgmem._require_subject(p_tenant, p_subjects);
     loop
         -- In subject order, so that two batches sharing subjects cannot deadlock.
         perform

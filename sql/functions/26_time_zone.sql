@@ -60,6 +60,7 @@ begin
                       hint = 'Use an IANA name such as Europe/Berlin or Asia/Shanghai (pg_timezone_names), or NULL for the tenant''s.';
         end;
     end if;
+    perform pgmem._require_subject(v_tenant, array[p_subject]);
     insert into pgmem.subjects as s (tenant_id, subject, time_zone)
     values (v_tenant, p_subject, p_time_zone)
     on conflict (tenant_id, subject) do update set time_zone = excluded.time_zone;

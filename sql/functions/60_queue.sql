@@ -54,6 +54,7 @@ begin
     end if;
     -- Checked now, as remember would check them for each fact of the turn.
     perform pgmem._check_truth_input(null, p_confidence, p_expires_at, coalesce(p_occurred_at, pg_catalog.now()));
+    perform pgmem._require_subject(v_tenant, array[p_subject]);
     insert into pgmem.subjects (tenant_id, subject) values (v_tenant, p_subject)
     on conflict do nothing;
     insert into pgmem.inbox (tenant_id, job, subject, session_id, agent_id, payload)

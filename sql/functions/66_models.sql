@@ -128,6 +128,7 @@ declare
     v_jobs integer;
 begin
     perform pgmem._require_session_for(p_tenant);
+    perform pgmem._require_unbound('pgmem.start_reembed');
     if v_model is null or pg_catalog.length(v_model) > 256 then
         raise exception 'p_model must be a model name of 1 to 256 characters'
             using errcode = 'PM028', hint = 'e.g. multilingual-e5-small-q4 or all-MiniLM-L6-v2.';
@@ -240,6 +241,7 @@ declare
     v_vector real[];
 begin
     perform pgmem._require_session_for(p_tenant);
+    perform pgmem._require_unbound('pgmem.stage_reembed');
     -- One stage at a time per tenant: the last one sees every other one's rows.
     select s.* into v_settings from pgmem.settings as s where s.tenant_id = v_tenant for update;
     if v_settings.reembed_model is distinct from p_model then
@@ -318,6 +320,7 @@ declare
     v_model text;
 begin
     perform pgmem._require_session_for(p_tenant);
+    perform pgmem._require_unbound('pgmem.cancel_reembed');
     select s.reembed_model into v_model from pgmem.settings as s where s.tenant_id = v_tenant for update;
     if v_model is null then
         return false;

@@ -369,6 +369,7 @@ declare
     v_predicates text[];
 begin
     perform pgmem._require_session_for(p_tenant);
+    perform pgmem._require_subject(p_tenant, array(select distinct r.subject from pg_catalog.unnest(p_rows) as r));
     if pgmem._vouched_table() then
         -- Read only once pgmem._vouch made the table (the statement is
         -- planned at its first run).

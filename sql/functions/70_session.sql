@@ -229,6 +229,7 @@ begin
                   and s.unsummarized_tokens - v_tokens <= v_settings.window_tokens)
     into v_seq, v_due;
     if not found then
+        perform pgmem._require_subject(v_tenant, array[p_subject]);
         insert into pgmem.subjects (tenant_id, subject) values (v_tenant, p_subject) on conflict do nothing;
         -- ON CONFLICT: another session's first append got there in between.
         insert into pgmem.sessions as s (tenant_id, subject, session_id, agent_id, next_seq, unsummarized_turns,

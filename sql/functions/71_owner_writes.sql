@@ -65,6 +65,7 @@ declare
     v_counts jsonb;
 begin
     perform pgmem._require_session_for(p_tenant);
+    perform pgmem._require_subject(p_tenant, array[p_subject]);
     if p_tenant is null then
         return null;
     end if;
@@ -117,6 +118,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform pgmem._require_session_for(p_tenant);
+    perform pgmem._require_unbound('pgmem.purge');
     -- The grace period runs from status_changed_at: until then an archived
     -- or deleted memory can still be restored or inspected. Links go with
     -- the memory (foreign keys cascade); its history stays, scrubbed of
@@ -199,6 +201,7 @@ declare
     v_count bigint;
 begin
     perform pgmem._require_session_for(p_tenant);
+    perform pgmem._require_unbound('pgmem.expire_sessions');
     -- Turns go after the retention; the session row and its summaries stay
     -- until the subject is erased.
     with gone as (
@@ -245,6 +248,7 @@ declare
     v_more bigint;
 begin
     perform pgmem._require_session_for(p_tenant);
+    perform pgmem._require_subject(p_tenant, array[p_subject]);
     v_texts := array(select distinct pg_catalog.btrim(t.text) from pg_catalog.unnest(p_texts) as t (text)
                      where pg_catalog.btrim(t.text) <> '');
     if v_texts = '{}' then
@@ -318,6 +322,8 @@ begin
         group by k.tenant_id
     loop
         perform pgmem._require_session_for(v_tenant);
+        perform pgmem._require_subject(v_tenant, array(select t.subject from pgmem.tasks as t
+                                                       where t.tenant_id = v_tenant and t.task_id = any (v_ids)));
         delete from pgmem.task_steps as s where s.tenant_id = v_tenant and s.task_id = any (v_ids);
         get diagnostics v_deleted = row_count;
         v_count := v_count + v_deleted;

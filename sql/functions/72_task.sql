@@ -103,6 +103,7 @@ begin
         raise exception 'p_max_retries must be zero or more and p_ttl positive'
             using errcode = 'PM083', hint = 'Omit them for the tenant''s task_max_retries and task_ttl.';
     end if;
+    perform pgmem._require_subject(v_tenant, array[p_subject]);
     insert into pgmem.subjects (tenant_id, subject) values (v_tenant, p_subject) on conflict do nothing;
     insert into pgmem.tasks (tenant_id, subject, session_id, goal, plan, status, variables, max_retries, expires_at,
                              created_at, updated_at)

@@ -76,6 +76,9 @@ declare
     v_failed text[];
 begin
     perform pgmem._require_citus();
+    -- End-user binding is for a single node (92_subject_binding.sql): its
+    -- policies would run on the workers, which do not see this backend.
+    perform pgmem._subject_binding_policies(false);
     -- Foreign keys to reference tables added after a parallel shard operation
     -- in the same transaction are refused; one connection per node avoids it.
     perform pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
