@@ -44,7 +44,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import psycopg
 from psycopg.rows import dict_row
@@ -55,10 +55,11 @@ from pgmem.db import resolve_dsn
 from pgmem.embed import Embedder, degraded, embedder_from_env
 from pgmem.extract import KINDS, LLMExtractor, Mode, as_messages
 from pgmem.queries import layers as layer_queries
-
-if TYPE_CHECKING:
-    from pgmem.session import Session
-    from pgmem.task import Task
+from pgmem.rows import Connection, PromptText, Results, Row, Rows, fetch_all, fetch_one
+from pgmem.session import Session
+from pgmem.task import Task
+from pgmem.task import resume_task as _resume_task
+from pgmem.task import start_task as _start_task
 
 __all__ = [
     "AddResult",
@@ -73,44 +74,8 @@ __all__ = [
     "TenantError",
 ]
 
-Row: TypeAlias = dict[str, Any]
-Rows: TypeAlias = list[Row]
-
-
-class Results(list[Row]):
-    """Rows of :meth:`Memory.search` or :meth:`Memory.add`, and whether the embedder
-    failed on the way: ``degraded`` (then ``degraded_reason`` says why). A degraded
-    search ranked by full text alone; a degraded add stored its facts without vectors,
-    which the worker's embed pass gives them once the embedder answers again."""
-
-    def __init__(self, rows: Iterable[Row] = (), *, degraded_reason: str | None = None) -> None:
-        super().__init__(rows)
-        self.degraded_reason = degraded_reason
-
-    @property
-    def degraded(self) -> bool:
-        return self.degraded_reason is not None
-
-
-class PromptText(str):
-    """The text of :meth:`Memory.context` or :meth:`Session.prompt`, with ``degraded``
-    and ``degraded_reason`` as :class:`Results` has them."""
-
-    degraded_reason: str | None
-
-    def __new__(cls, text: str, *, degraded_reason: str | None = None) -> PromptText:
-        self = super().__new__(cls, text)
-        self.degraded_reason = degraded_reason
-        return self
-
-    @property
-    def degraded(self) -> bool:
-        return self.degraded_reason is not None
-
-
 AddResult: TypeAlias = Results
 Messages: TypeAlias = str | Sequence[Mapping[str, Any] | str]
-Connection: TypeAlias = psycopg.Connection[Any]
 # Records of an import on their way to one remember_many call: (position, item, pinned).
 _Batch: TypeAlias = list[tuple[int, Row, bool]]
 
@@ -312,14 +277,18 @@ class Memory:
         if self.tenant is None:
             # A login role's binding, or PM001 from the first function that needs one.
             if model is not None:
-                _one(conn, queries.USE_EMBEDDING_MODEL, {"model": model, "local": not session})
+                fetch_one(conn, queries.USE_EMBEDDING_MODEL, {"model": model, "local": not session})
             return None
         if session:
-            row = _one(conn, queries.BIND_TENANT_SESSION, {"tenant": self.tenant, "model": model})
+            row = fetch_one(
+                conn, queries.BIND_TENANT_SESSION, {"tenant": self.tenant, "model": model}
+            )
         elif model is None:
-            row = _one(conn, queries.BIND_TENANT, {"tenant": self.tenant})
+            row = fetch_one(conn, queries.BIND_TENANT, {"tenant": self.tenant})
         else:
-            row = _one(conn, queries.BIND_TENANT_MODEL, {"tenant": self.tenant, "model": model})
+            row = fetch_one(
+                conn, queries.BIND_TENANT_MODEL, {"tenant": self.tenant, "model": model}
+            )
         if row["tenant"] != self.tenant:
             raise TenantError(
                 f"this connection's role acts for tenant {row['tenant']!r}, not {self.tenant!r}; "
@@ -431,7 +400,7 @@ class Memory:
             if not check_conflicts:
                 raise ValueError("the worker always checks contradictions; check_conflicts=False")
             with self._call(conn) as c:
-                row = _one(
+                row = fetch_one(
                     c,
                     queries.ENQUEUE,
                     {
@@ -525,7 +494,7 @@ class Memory:
             "triple_object": obj,
         }
         with _not_found(memory_id), self._call(conn) as c:
-            return _one(c, queries.UPDATE_MEMORY, params)
+            return fetch_one(c, queries.UPDATE_MEMORY, params)
 
     def delete(self, memory_id: int, *, conn: Connection | None = None) -> bool:
         """Forget a memory (``pgmem.forget``: soft delete, history kept).
@@ -533,26 +502,30 @@ class Memory:
         False when it was deleted already; :class:`MemoryNotFound` for an unknown id.
         """
         with _not_found(memory_id), self._call(conn) as c:
-            return bool(_one(c, queries.FORGET, {"memory_id": memory_id})["changed"])
+            return bool(fetch_one(c, queries.FORGET, {"memory_id": memory_id})["changed"])
 
     forget = delete
 
     def pin(self, memory_id: int, *, conn: Connection | None = None) -> bool:
         """Pin a memory: it never decays, is never archived or evicted. False if it was."""
         with _not_found(memory_id), self._call(conn) as c:
-            return bool(_one(c, queries.PIN, {"memory_id": memory_id, "pinned": True})["changed"])
+            return bool(
+                fetch_one(c, queries.PIN, {"memory_id": memory_id, "pinned": True})["changed"]
+            )
 
     def unpin(self, memory_id: int, *, conn: Connection | None = None) -> bool:
         """Unpin a memory. False if it was not pinned."""
         with _not_found(memory_id), self._call(conn) as c:
-            return bool(_one(c, queries.PIN, {"memory_id": memory_id, "pinned": False})["changed"])
+            return bool(
+                fetch_one(c, queries.PIN, {"memory_id": memory_id, "pinned": False})["changed"]
+            )
 
     def profile(self, user_id: str, *, conn: Connection | None = None) -> Rows:
         """``user_id``'s core profile (``pgmem.profile``): the facts every prompt and
         context block shows first, whatever the query. Each row says why it is there
         (``reason``: pinned, health, identity, instruction or preference)."""
         with self._call(conn) as c:
-            return _rows(c, queries.PROFILE, {"subject": user_id})
+            return fetch_all(c, queries.PROFILE, {"subject": user_id})
 
     def add_to_profile(
         self, text: str, user_id: str, *, kind: str = "semantic", conn: Connection | None = None
@@ -578,7 +551,7 @@ class Memory:
         changed."""
         with _not_found(memory_id), self._call(conn) as c:
             params = {"memory_id": memory_id, "member": member}
-            return bool(_one(c, queries.SET_PROFILE, params)["changed"])
+            return bool(fetch_one(c, queries.SET_PROFILE, params)["changed"])
 
     def erase_user(self, user_id: str, *, conn: Connection | None = None) -> int:
         """Remove everything about ``user_id`` for good (``pgmem.erase_subject``).
@@ -587,7 +560,7 @@ class Memory:
         subject or content stays. Returns how many memories were removed.
         """
         with self._call(conn) as c:
-            return int(_one(c, queries.ERASE_SUBJECT, {"subject": user_id})["memories"])
+            return int(fetch_one(c, queries.ERASE_SUBJECT, {"subject": user_id})["memories"])
 
     # ------------------------------------------------------------------ read
 
@@ -658,7 +631,7 @@ class Memory:
                 "agent_id": agent_id,
                 "shared_subjects": list(shared_subjects) if shared_subjects is not None else None,
             }
-            return Results(_rows(c, queries.RECALL, params), degraded_reason=degraded)
+            return Results(fetch_all(c, queries.RECALL, params), degraded_reason=degraded)
 
     def context(
         self,
@@ -709,7 +682,7 @@ class Memory:
                 "agent_id": agent_id,
                 "shared_subjects": list(shared_subjects) if shared_subjects is not None else None,
             }
-            text = str(_one(c, queries.CONTEXT, params)["context"] or "")
+            text = str(fetch_one(c, queries.CONTEXT, params)["context"] or "")
         return PromptText(text, degraded_reason=degraded)
 
     def time_window(
@@ -734,7 +707,7 @@ class Memory:
         if not timeexpr.find(query, date.today()):  # no query for a query naming no time
             return None
         zone = timeexpr.time_zone(
-            str(_one(c, queries.TIME_ZONE, {"subject": user_id})["time_zone"])
+            str(fetch_one(c, queries.TIME_ZONE, {"subject": user_id})["time_zone"])
         )
         return timeexpr.window(query, now or datetime.now(UTC), zone)
 
@@ -745,13 +718,13 @@ class Memory:
         dates at write and times in queries (``pgmem.set_time_zone``); returns the zone
         in effect."""
         with self.transaction(conn) as c:
-            row = _one(c, queries.SET_TIME_ZONE, {"subject": user_id, "time_zone": time_zone})
+            row = fetch_one(c, queries.SET_TIME_ZONE, {"subject": user_id, "time_zone": time_zone})
             return str(row["time_zone"])
 
     def get(self, memory_id: int, *, conn: Connection | None = None) -> Row | None:
         """One memory of the bound tenant, whatever its status; None if there is none."""
         with self._call(conn) as c:
-            rows = _rows(c, queries.GET_MEMORY, {"memory_id": memory_id})
+            rows = fetch_all(c, queries.GET_MEMORY, {"memory_id": memory_id})
         return rows[0] if rows else None
 
     def get_all(
@@ -780,7 +753,7 @@ class Memory:
             "offset": offset,
         }
         with self._call(conn) as c:
-            return _rows(c, queries.LIST_MEMORIES, params)
+            return fetch_all(c, queries.LIST_MEMORIES, params)
 
     list = get_all
 
@@ -789,7 +762,7 @@ class Memory:
         update, pin, delete… with actor, time, old and new content. Empty when the id
         has no history (history outlives a purged memory, not an erased subject)."""
         with self._call(conn) as c:
-            return _rows(c, queries.HISTORY, {"memory_id": memory_id})
+            return fetch_all(c, queries.HISTORY, {"memory_id": memory_id})
 
     def events(
         self, user_id: str, *, event: str | None = None, conn: Connection | None = None
@@ -797,7 +770,7 @@ class Memory:
         """Every recorded event about a user (one kind with ``event``), oldest first,
         including those tied to no memory, such as rejected prompt injections."""
         with self._call(conn) as c:
-            return _rows(c, queries.SUBJECT_EVENTS, {"subject": user_id, "event": event})
+            return fetch_all(c, queries.SUBJECT_EVENTS, {"subject": user_id, "event": event})
 
     def stats(
         self, user_id: str | None = None, *, top: int = 20, conn: Connection | None = None
@@ -808,11 +781,11 @@ class Memory:
         ``capacity`` (pgmem.capacity_usage: the ``top`` fullest subjects)."""
         params = {"subject": user_id, "limit": top}
         with self.transaction(conn) as c:
-            backlog = _rows(c, queries.ARCHIVE_BACKLOG, {})
+            backlog = fetch_all(c, queries.ARCHIVE_BACKLOG, {})
             return {
-                "memories": _rows(c, queries.MEMORY_STATS, params),
+                "memories": fetch_all(c, queries.MEMORY_STATS, params),
                 "backlog": backlog[0] if backlog else None,
-                "capacity": _rows(c, queries.CAPACITY_USAGE, params),
+                "capacity": fetch_all(c, queries.CAPACITY_USAGE, params),
             }
 
     # ------------------------------------------------------- embedding model
@@ -830,26 +803,26 @@ class Memory:
                 raise ValueError("reembed needs a model name or an embedder")
             model = embedder.model
         with self.transaction(conn) as c:
-            return int(_one(c, queries.START_REEMBED, {"model": model, "batch": batch})["jobs"])
+            return int(
+                fetch_one(c, queries.START_REEMBED, {"model": model, "batch": batch})["jobs"]
+            )
 
     def reembed_status(self, *, conn: Connection | None = None) -> Row:
         """``pgmem.reembed_status()``: the tenant's model, a running re-embed's target
         model, memories with a vector, vectors staged, pending and failed jobs."""
         with self.transaction(conn) as c:
-            return _one(c, queries.REEMBED_STATUS, {})
+            return fetch_one(c, queries.REEMBED_STATUS, {})
 
     def cancel_reembed(self, *, conn: Connection | None = None) -> bool:
         """Stop a running re-embed (the tenant keeps its model); False when none ran."""
         with self.transaction(conn) as c:
-            return bool(_one(c, queries.CANCEL_REEMBED, {})["cancelled"])
+            return bool(fetch_one(c, queries.CANCEL_REEMBED, {})["cancelled"])
 
     # ------------------------------------------ short-term and working memory
 
     def session(self, session_id: str, user_id: str) -> Session:
         """The conversation ``session_id`` about ``user_id``: append turns, read the
         window and the rolling summary, assemble the prompt (:class:`pgmem.session.Session`)."""
-        from pgmem.session import Session  # session.py builds on this module
-
         return Session(self, session_id, user_id)
 
     def start_task(
@@ -868,23 +841,21 @@ class Memory:
         """Start a task (``pgmem.start_task``): goal and plan first, steps recorded as
         they complete (:class:`pgmem.task.Task`). Retries and expiry default to the
         tenant's ``task_max_retries`` and ``task_ttl``."""
-        params = {
-            "subject": user_id,
-            "goal": goal,
-            "plan": ingest.as_jsonb(list(plan)),
-            "session_id": session_id,
-            "variables": ingest.as_jsonb(dict(variables or {})),
-            "status": status,
-            "max_retries": max_retries,
-            "ttl": ttl,
-        }
-        with self._call(conn) as c:
-            return self.task(int(_one(c, layer_queries.START_TASK, params)["task_id"]))
+        return _start_task(
+            self,
+            user_id,
+            goal,
+            plan,
+            session_id=session_id,
+            variables=variables,
+            status=status,
+            max_retries=max_retries,
+            ttl=ttl,
+            conn=conn,
+        )
 
     def task(self, task_id: int) -> Task:
         """A handle on task ``task_id`` (no query until it is used)."""
-        from pgmem.task import Task  # task.py builds on this module
-
         return Task(self, task_id)
 
     def resume_task(
@@ -892,17 +863,14 @@ class Memory:
     ) -> Task | None:
         """The latest unfinished task of ``user_id``'s session (``pgmem.resume_task``),
         or None: what an agent that crashed continues."""
-        params = {"subject": user_id, "session_id": session_id}
-        with self._call(conn) as c:
-            rows = _rows(c, layer_queries.RESUME_TASK, params)
-        return self.task(int(rows[0]["task_id"])) if rows else None
+        return _resume_task(self, user_id, session_id, conn=conn)
 
     def sessions(
         self, user_id: str | None = None, *, limit: int = 50, conn: Connection | None = None
     ) -> Rows:
         """Sessions of ``user_id`` (default every subject), most recently active first."""
         with self._call(conn) as c:
-            return _rows(c, layer_queries.LIST_SESSIONS, {"subject": user_id, "limit": limit})
+            return fetch_all(c, layer_queries.LIST_SESSIONS, {"subject": user_id, "limit": limit})
 
     def tasks(
         self,
@@ -915,7 +883,7 @@ class Memory:
         """Tasks of ``user_id`` (default every subject), newest first, of ``status``."""
         params = {"subject": user_id, "statuses": _kinds(status), "limit": limit}
         with self._call(conn) as c:
-            return _rows(c, layer_queries.LIST_TASKS, params)
+            return fetch_all(c, layer_queries.LIST_TASKS, params)
 
     # -------------------------------------------------------- export / import
 
@@ -929,7 +897,7 @@ class Memory:
         """How many memories :meth:`export` would yield with the same arguments."""
         with self._call(conn) as c:
             params = {"subject": user_id, "statuses": _kinds(status)}
-            return int(_one(c, queries.COUNT_EXPORT, params)["memories"])
+            return int(fetch_one(c, queries.COUNT_EXPORT, params)["memories"])
 
     def export(
         self,
@@ -972,7 +940,7 @@ class Memory:
         """
         counts: dict[str, int] = {}
         with self.transaction(conn) as c:
-            dims = _one(c, queries.TENANT_DIMS, {})["embedding_dims"]
+            dims = fetch_one(c, queries.TENANT_DIMS, {})["embedding_dims"]
             batch: _Batch = []
             position = 0
             for position, record in enumerate(records, start=1):
@@ -1018,24 +986,11 @@ class Memory:
             counts[action] = counts.get(action, 0) + 1
             _, _, pinned = batch[row["item"] - 1]
             if pinned and row["memory_id"] is not None:
-                pin = _one(conn, queries.PIN, {"memory_id": row["memory_id"], "pinned": True})
+                pin = fetch_one(conn, queries.PIN, {"memory_id": row["memory_id"], "pinned": True})
                 counts["pinned"] = counts.get("pinned", 0) + int(pin["changed"])
 
 
 # ----------------------------------------------------------------- helpers
-
-
-def _rows(conn: Connection, query: str, params: Mapping[str, Any]) -> Rows:
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query, params)
-        return cur.fetchall()
-
-
-def _one(conn: Connection, query: str, params: Mapping[str, Any]) -> Row:
-    rows = _rows(conn, query, params)
-    if not rows:
-        raise RuntimeError("the statement returned no row")  # every caller's returns one
-    return rows[0]
 
 
 def _message(exc: psycopg.Error) -> str:

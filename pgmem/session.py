@@ -15,14 +15,12 @@ A thin handle over the SQL functions of ``sql/functions/70_session.sql`` and
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pgmem import ingest
-from pgmem.client import Connection, Memory, PromptText, Row, Rows, _one, _rows
 from pgmem.queries import layers as lq
-
-if TYPE_CHECKING:
-    from pgmem.task import Task
+from pgmem.rows import Client, Connection, PromptText, Row, Rows, fetch_all, fetch_one
+from pgmem.task import Task, resume_task, start_task
 
 __all__ = ["Session"]
 
@@ -30,7 +28,7 @@ __all__ = ["Session"]
 class Session:
     """One conversation (``session_id``) about ``user_id``, in the memory's tenant."""
 
-    def __init__(self, memory: Memory, session_id: str, user_id: str) -> None:
+    def __init__(self, memory: Client, session_id: str, user_id: str) -> None:
         self.memory = memory
         self.session_id = session_id
         self.user_id = user_id
@@ -65,7 +63,7 @@ class Session:
             "agent_id": agent_id,
         }
         with self.memory.transaction(conn) as c:
-            return _one(c, lq.APPEND_MESSAGE, params)
+            return fetch_one(c, lq.APPEND_MESSAGE, params)
 
     def extend(
         self, messages: Sequence[Mapping[str, Any]], *, conn: Connection | None = None
@@ -95,21 +93,21 @@ class Session:
 
         params = self._key() | {"turns": turns, "tokens": tokens, "strategy": strategy}
         with self.memory.transaction(conn) as c:
-            return _rows(c, lq.SESSION_WINDOW, params)
+            return fetch_all(c, lq.SESSION_WINDOW, params)
 
     def summary(self, *, version: int | None = None, conn: Connection | None = None) -> Row | None:
         """The latest rolling summary (or ``version``) with its turn range; None before
         the first fold."""
 
         with self.memory.transaction(conn) as c:
-            rows = _rows(c, lq.SESSION_SUMMARY, self._key() | {"version": version})
+            rows = fetch_all(c, lq.SESSION_SUMMARY, self._key() | {"version": version})
         return rows[0] if rows else None
 
     def close(self, *, conn: Connection | None = None) -> bool:
         """Close the session (its turns are purged after the tenant's retention)."""
 
         with self.memory.transaction(conn) as c:
-            return bool(_one(c, lq.CLOSE_SESSION, self._key())["closed"])
+            return bool(fetch_one(c, lq.CLOSE_SESSION, self._key())["closed"])
 
     def prompt(
         self,
@@ -132,15 +130,15 @@ class Session:
             "reinforce": reinforce,
         }
         with self.memory.transaction(conn) as c:
-            text = str(_one(c, lq.PROMPT, params)["prompt"] or "")
+            text = str(fetch_one(c, lq.PROMPT, params)["prompt"] or "")
         return PromptText(text, degraded_reason=degraded)
 
     def start_task(self, goal: str, plan: Sequence[str], **options: Any) -> Task:
         """Start a task of this session (see :meth:`Memory.start_task`)."""
-        return self.memory.start_task(
-            self.user_id, goal, plan, session_id=self.session_id, **options
+        return start_task(
+            self.memory, self.user_id, goal, plan, session_id=self.session_id, **options
         )
 
     def resume_task(self, *, conn: Connection | None = None) -> Task | None:
         """The latest unfinished task of this session, to continue after a crash."""
-        return self.memory.resume_task(self.user_id, self.session_id, conn=conn)
+        return resume_task(self.memory, self.user_id, self.session_id, conn=conn)

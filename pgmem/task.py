@@ -14,20 +14,21 @@ recorded step::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 from pgmem import ingest
-from pgmem.client import Connection, Memory, Row, _one, _rows
 from pgmem.queries import layers as lq
+from pgmem.rows import Client, Connection, Row, fetch_all, fetch_one
 
-__all__ = ["Task"]
+__all__ = ["Task", "resume_task", "start_task"]
 
 
 class Task:
     """One task of the memory's tenant, by id."""
 
-    def __init__(self, memory: Memory, task_id: int) -> None:
+    def __init__(self, memory: Client, task_id: int) -> None:
         self.memory = memory
         self.task_id = task_id
 
@@ -39,7 +40,7 @@ class Task:
         steps and the last completed one (``pgmem.task_state``)."""
 
         with self.memory.transaction(conn) as c:
-            rows = _rows(c, lq.TASK_STATE, {"task_id": self.task_id})
+            rows = fetch_all(c, lq.TASK_STATE, {"task_id": self.task_id})
         if not rows:
             raise LookupError(f"unknown task id: {self.task_id}")
         return rows[0]
@@ -64,7 +65,7 @@ class Task:
             "current_step": current_step,
         }
         with self.memory.transaction(conn) as c:
-            _rows(c, lq.SET_TASK, params)
+            fetch_all(c, lq.SET_TASK, params)
 
     def record(
         self,
@@ -86,14 +87,14 @@ class Task:
             "variables": ingest.as_jsonb(dict(variables)) if variables is not None else None,
         }
         with self.memory.transaction(conn) as c:
-            return _one(c, lq.RECORD_STEP, params)
+            return fetch_one(c, lq.RECORD_STEP, params)
 
     def fail(self, step: int, error: str, *, conn: Connection | None = None) -> Row:
         """Count a failed attempt at ``step``; past ``max_retries`` the task fails."""
 
         params = {"task_id": self.task_id, "step": step, "error": error}
         with self.memory.transaction(conn) as c:
-            return _one(c, lq.FAIL_STEP, params)
+            return fetch_one(c, lq.FAIL_STEP, params)
 
     def finish(
         self,
@@ -114,4 +115,42 @@ class Task:
             "learned_rule": learned_rule,
         }
         with self.memory.transaction(conn) as c:
-            return _one(c, lq.FINISH_TASK, params)
+            return fetch_one(c, lq.FINISH_TASK, params)
+
+
+def start_task(
+    client: Client,
+    user_id: str,
+    goal: str,
+    plan: Sequence[str],
+    *,
+    session_id: str | None = None,
+    variables: Mapping[str, Any] | None = None,
+    status: str = "running",
+    max_retries: int | None = None,
+    ttl: timedelta | None = None,
+    conn: Connection | None = None,
+) -> Task:
+    """``pgmem.start_task`` through ``client``: :meth:`pgmem.client.Memory.start_task`."""
+    params = {
+        "subject": user_id,
+        "goal": goal,
+        "plan": ingest.as_jsonb(list(plan)),
+        "session_id": session_id,
+        "variables": ingest.as_jsonb(dict(variables or {})),
+        "status": status,
+        "max_retries": max_retries,
+        "ttl": ttl,
+    }
+    with client._call(conn) as c:
+        return Task(client, int(fetch_one(c, lq.START_TASK, params)["task_id"]))
+
+
+def resume_task(
+    client: Client, user_id: str, session_id: str | None = None, *, conn: Connection | None = None
+) -> Task | None:
+    """``pgmem.resume_task`` through ``client``: :meth:`pgmem.client.Memory.resume_task`."""
+    params = {"subject": user_id, "session_id": session_id}
+    with client._call(conn) as c:
+        rows = fetch_all(c, lq.RESUME_TASK, params)
+    return Task(client, int(rows[0]["task_id"])) if rows else None

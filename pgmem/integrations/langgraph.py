@@ -67,8 +67,9 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from pgmem.client import Connection, Memory, Row, _rows
+from pgmem.client import Memory
 from pgmem.queries import integrations as queries
+from pgmem.rows import Connection, Row, fetch_all
 
 __all__ = ["PgmemStore", "namespace_of", "seal", "subject_of", "unseal"]
 
@@ -166,7 +167,7 @@ class PgmemStore(BaseStore):
             # putting the same key cannot both insert, nor deadlock on each other.
             if puts:
                 subjects = sorted({subject_of(op.namespace) for op in puts.values()})
-                _rows(conn, queries.LOCK_LANGGRAPH_NAMESPACES, {"subjects": subjects})
+                fetch_all(conn, queries.LOCK_LANGGRAPH_NAMESPACES, {"subjects": subjects})
             for op in puts.values():
                 self._put(conn, op)
         return results
@@ -276,7 +277,7 @@ class PgmemStore(BaseStore):
 
     def _subjects(self, conn: Connection, prefix: tuple[str, ...]) -> list[str]:
         params = {"prefix": subject_of(prefix) if prefix else None}
-        return [row["subject"] for row in _rows(conn, queries.LANGGRAPH_NAMESPACES, params)]
+        return [row["subject"] for row in fetch_all(conn, queries.LANGGRAPH_NAMESPACES, params)]
 
     def _search(self, conn: Connection, op: SearchOp) -> list[SearchItem]:
         wanted = op.offset + op.limit

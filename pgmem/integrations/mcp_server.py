@@ -40,19 +40,11 @@ from mcp.types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
 from pydantic import Field
 
 from pgmem import __version__
-from pgmem.client import (
-    Memory,
-    MemoryNotFound,
-    PromptText,
-    Results,
-    Row,
-    TenantError,
-    _message,
-    _one,
-)
+from pgmem.client import Memory, MemoryNotFound, TenantError, _message
 from pgmem.embed import EmbeddingError
 from pgmem.extract import KINDS, LLMError
 from pgmem.queries import integrations as queries
+from pgmem.rows import PromptText, Results, Row, fetch_one
 from pgmem.task import Task
 
 __all__ = [
@@ -199,7 +191,7 @@ def bind(memory: Memory, *, subject: str | None = None) -> Binding:
     """
     try:
         with memory.transaction() as conn:
-            tenant = _one(conn, queries.CURRENT_TENANT, {})["tenant"]
+            tenant = fetch_one(conn, queries.CURRENT_TENANT, {})["tenant"]
     except (psycopg.Error, TenantError) as exc:
         text = _message(exc) if isinstance(exc, psycopg.Error) else str(exc)
         raise StartupError(f"cannot act for a tenant: {text}") from exc
