@@ -63,7 +63,7 @@ $$;
 comment on function pgmem.bound_subject() is
     'The end user this connection is bound to (pgmem.bind_subject), or NULL when it is not bound.';
 
-create or replace function pgmem._visible_subjects()
+create or replace function pgmem._bound_subjects(p_shared boolean)
 returns text[]
 language sql
 stable
@@ -71,31 +71,16 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
     -- A service member may bind a tenant with SET in a later transaction:
-    -- bound for another tenant than the one it acts for now, it sees nothing.
+    -- bound for another tenant than the one it acts for now, it reaches nothing.
     select case when b.tenant_id is distinct from pgmem.current_tenant() then '{}'::text[]
-                else b.subject || b.shared_subjects end
-    from pgmem._binding() as b
-    where b.subject is not null
-$$;
-
-comment on function pgmem._visible_subjects() is
-    'What a bound connection may read: its subject and the shared subjects it was bound with (none while it acts for another tenant); NULL when unbound (internal: the subject_binding policies).';
-
-create or replace function pgmem._writable_subjects()
-returns text[]
-language sql
-stable
-security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-    select case when b.tenant_id is distinct from pgmem.current_tenant() then '{}'::text[]
+                when p_shared then b.subject || b.shared_subjects
                 else array[b.subject] end
     from pgmem._binding() as b
     where b.subject is not null
 $$;
 
-comment on function pgmem._writable_subjects() is
-    'What a bound connection may write: its own subject only (none while it acts for another tenant); NULL when unbound (internal: the subject_binding policies).';
+comment on function pgmem._bound_subjects(boolean) is
+    'The subjects a bound connection reaches: with p_shared what it may read (its subject and the shared subjects it was bound with), else what it may write (its subject); none while it acts for another tenant; NULL when unbound (internal: the subject_binding policies).';
 
 create or replace function pgmem._bind_backend(p_tenant text, p_subject text, p_shared_subjects text[])
 returns text
@@ -108,7 +93,6 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_tenant text := p_tenant;
     v_bound pgmem._subject_bindings := pgmem._binding();
     v_shared text[] := coalesce(p_shared_subjects, '{}');
 begin
@@ -127,7 +111,7 @@ begin
             using errcode = 'PM005';
     end if;
     if v_bound.subject is not null then
-        if v_bound.subject = p_subject and v_bound.tenant_id = v_tenant
+        if v_bound.subject = p_subject and v_bound.tenant_id = p_tenant
            and v_bound.shared_subjects @> v_shared and v_bound.shared_subjects <@ v_shared then
             return p_subject;  -- the same binding again
         end if;
@@ -158,7 +142,7 @@ begin
                       where pg_catalog.pg_stat_get_backend_pid(i.id) = b.pid
                         and pg_catalog.pg_stat_get_backend_start(i.id) = b.backend_start);
     insert into pgmem._subject_bindings (pid, backend_start, tenant_id, subject, shared_subjects)
-    values (pg_catalog.pg_backend_pid(), pgmem._backend_start(), v_tenant, p_subject,
+    values (pg_catalog.pg_backend_pid(), pgmem._backend_start(), p_tenant, p_subject,
             (select coalesce(pg_catalog.array_agg(distinct s.subject), '{}')
              from pg_catalog.unnest(v_shared) as s(subject) where s.subject <> p_subject))
     on conflict (pid) do update
@@ -246,32 +230,33 @@ comment on function pgmem._require_unbound(text) is
     'Error PM004 on a connection bound to an end user: for tenant-wide work (purges, re-embedding) (internal).';
 
 
-create or replace function pgmem._subject_binding_check(p_table text, p_subjects text, p_key text default null)
+drop function if exists pgmem._subject_binding_check(text, text, text);
+create or replace function pgmem._subject_binding_check(p_table text, p_shared boolean, p_key text default null)
 returns text
 language sql
 immutable
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- Unbound (p_subjects() is NULL) the first arm holds and the row is not
-    -- looked at; bound, its subject, or that of the memory or task it hangs
-    -- off, must be one of p_subjects().
-    select pg_catalog.format('((select %1$s()) is null or ', p_subjects)
+    -- Unbound (pgmem._bound_subjects is NULL) the first arm holds and the row
+    -- is not looked at; bound, its subject, or that of the memory or task it
+    -- hangs off, must be one of them.
+    select pg_catalog.format('((select pgmem._bound_subjects(%1$L)) is null or ', p_shared)
         || case when p_table in ('memory_links', 'memory_decay', 'reembed_vectors', 'task_steps') then
                pg_catalog.format(
                    'exists (select from pgmem.%1$I as p where p.tenant_id = %2$I.tenant_id and p.%3$I = %2$I.%4$I '
-                   'and p.subject = any ((select %5$s())::text[]))',
+                   'and p.subject = any ((select pgmem._bound_subjects(%5$L))::text[]))',
                    case when p_table = 'task_steps' then 'tasks' else 'memories' end, p_table,
                    case when p_table = 'task_steps' then 'task_id' else 'memory_id' end,
                    coalesce(p_key, case when p_table = 'memory_links' then 'from_id'
                                         when p_table = 'task_steps' then 'task_id' else 'memory_id' end),
-                   p_subjects)
-           else pg_catalog.format('subject = any ((select %1$s())::text[])', p_subjects) end
+                   p_shared)
+           else pg_catalog.format('subject = any ((select pgmem._bound_subjects(%1$L))::text[])', p_shared) end
         || ')'
 $$;
 
-comment on function pgmem._subject_binding_check(text, text, text) is
-    'The expression of a subject_binding policy of p_table: unbound, true; bound, the row''s subject (or its memory''s or task''s, through p_key) is one of p_subjects() (internal).';
+comment on function pgmem._subject_binding_check(text, boolean, text) is
+    'The expression of a subject_binding policy of p_table: unbound, true; bound, the row''s subject (or its memory''s or task''s, through p_key) is one the connection reaches (pgmem._bound_subjects(p_shared)) (internal).';
 
 -- The policies: restrictive, so they narrow tenant_isolation and never widen
 -- it; for pgmem_app (tenant logins and pgmem_service members), not for
@@ -305,12 +290,12 @@ begin
     foreach v_table in array array['subjects', 'memories', 'memory_events', 'inbox', 'sessions',
                                      'session_messages', 'session_summaries', 'tasks',
                                      'memory_links', 'memory_decay', 'reembed_vectors', 'task_steps'] loop
-        v_read := pgmem._subject_binding_check(v_table, 'pgmem._visible_subjects');
-        v_write := pgmem._subject_binding_check(v_table, 'pgmem._writable_subjects');
+        v_read := pgmem._subject_binding_check(v_table, true);
+        v_write := pgmem._subject_binding_check(v_table, false);
         if v_table = 'memory_links' then
             -- A link is written from one's own memory to one in reach.
-            v_write := v_write || ' and ' || pgmem._subject_binding_check(v_table, 'pgmem._visible_subjects', 'to_id');
-            v_read := v_read || ' and ' || pgmem._subject_binding_check(v_table, 'pgmem._visible_subjects', 'to_id');
+            v_write := v_write || ' and ' || pgmem._subject_binding_check(v_table, true, 'to_id');
+            v_read := v_read || ' and ' || pgmem._subject_binding_check(v_table, true, 'to_id');
         end if;
         execute pg_catalog.format('create policy subject_binding_read on pgmem.%I as restrictive for select '
                                   'to pgmem_app using (%s)', v_table, v_read);
