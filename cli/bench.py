@@ -109,10 +109,10 @@ def bench(
         ),
     ] = False,
     messages: Annotated[
-        int, typer.Option(help="--layers: stored session turns (the issue's target: 1,000,000).")
+        int, typer.Option(help="--layers: stored session turns (the target scale: 1,000,000).")
     ] = layers_bench.DEFAULT_MESSAGES,
     sessions: Annotated[
-        int, typer.Option(help="--layers: sessions holding them (the issue's target: 10,000).")
+        int, typer.Option(help="--layers: sessions holding them (the target scale: 10,000).")
     ] = layers_bench.DEFAULT_SESSIONS,
 ) -> None:
     """Benchmark recall latency, quality and throughput at scale.

@@ -246,7 +246,7 @@ def add(
         print_rows(results, as_json=False, title=f"remembered for {user}", columns=ADD_COLUMNS)
 
 
-# Scope and time of search and context (issue 11: scoped recall, time in questions).
+# Scope and time of search and context: scoped recall, and times in questions.
 SinceOption = Annotated[
     datetime | None, typer.Option("--since", help="Only memories created at or after this.")
 ]

@@ -1,4 +1,4 @@
-"""Consolidation: a subject's related episodes become one insight each (issue 10).
+"""Consolidation: a subject's related episodes become one insight each.
 
 The database does the deciding (``sql/functions/32_consolidate.sql``): pg_cron's
 ``consolidate`` job queues subjects that are due, ``pgmem.consolidation_clusters``

@@ -413,7 +413,7 @@ def test_links_and_consolidation_through_the_coordinator(
     admin: psycopg.Connection, service: str, tenant: str
 ) -> None:
     """Links at write, the consolidate job over every tenant and the worker's insight
-    all run on the tenant's shard through the coordinator (issue 10)."""
+    all run on the tenant's shard through the coordinator."""
     with bound(service, tenant) as conn:
         for i in range(3):
             # No vectors yet: the shared entity (the lido) is what clusters them.

@@ -276,7 +276,7 @@ def test_tenant_login_dsn_needs_no_tenant_option(
 
 
 def test_search_and_context_scope_and_time(pgmem: Run, admin: psycopg.Connection) -> None:
-    """--shared, --agent, --since/--until and a time in the query (issue 11)."""
+    """--shared, --agent, --since/--until and a time in the query."""
     for user, text, agent in (
         ("alice", "Alice hikes in the Alps", "planner"),
         ("team", "The team hikes every spring", None),

@@ -1,7 +1,7 @@
-"""Consolidation into insights (issue 10, part 2): the consolidate job marks subjects
-that are due (moved clock), the worker writes one insight per cluster (extractive
-without an LLM, the model's text with one), derived_from links, sources lowered or
-archived; stale clusters, bad arguments and tenant isolation."""
+"""Consolidation into insights: the consolidate job marks subjects that are due (moved
+clock), the worker writes one insight per cluster (extractive without an LLM, the
+model's text with one), derived_from links, sources lowered or archived; stale
+clusters, bad arguments and tenant isolation."""
 
 from __future__ import annotations
 

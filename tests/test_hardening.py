@@ -1,6 +1,6 @@
-"""Issue 8: the trust boundary holds against a tenant's own login role, and bad
-input never loses data (degenerate vectors, direct table writes, table locks,
-the maintenance lock)."""
+"""The trust boundary holds against a tenant's own login role, and bad input
+never loses data (degenerate vectors, direct table writes, table locks, the
+maintenance lock)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Association links at write (issue 10, part 3): same_session and same_entity links
-made by pgmem.remember and remember_many, their per-memory bound, ripple recall over
-them capped by ripple_limit, pgmem.context's Related section, and tenant isolation.
-Every test works in tenants of its own, through the tenant's login role."""
+"""Association links at write: same_session and same_entity links made by
+pgmem.remember and remember_many, their per-memory bound, ripple recall over them
+capped by ripple_limit, pgmem.context's Related section, and tenant isolation. Every
+test works in tenants of its own, through the tenant's login role."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What recall's speed rests on (issue 12): reinforcement writes no more than it must.
+"""What recall's speed rests on: reinforcement writes no more than it must.
 
 Timings are benchmark output, never asserted; these tests pin down the work a
 recall does instead, counted by PostgreSQL's own statistics.
@@ -183,7 +183,7 @@ def test_reinforcement_leaves_the_hnsw_index_untouched(tracked: Tenant, db: Db) 
 def test_recall_reads_a_small_subject_by_index_beside_a_huge_one(
     new_tenant: Callable[[], Tenant], db: Db
 ) -> None:
-    """pgmem._recall keeps one plan per session for its statements (issue 12).
+    """pgmem._recall keeps one plan per session for its statements.
     A plan made without the call's values cannot tell a small subject from the
     average one; where one subject is most of the table, that average says
     "read the whole table". Recall of a small subject beside a huge one must

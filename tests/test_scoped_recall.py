@@ -1,6 +1,6 @@
-"""Scoped recall (issue 11.4): recall and context filtered by agent, and across a
-subject's own memories plus shared subjects of the same tenant, under RLS; and the
-time zones relative dates are read in (revision 0011)."""
+"""Scoped recall: recall and context filtered by agent, and across a subject's own
+memories plus shared subjects of the same tenant, under RLS; and the time zones
+relative dates are read in (revision 0011)."""
 
 from __future__ import annotations
 

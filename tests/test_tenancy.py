@@ -65,7 +65,7 @@ def test_login_role_cannot_change_other_tenants_rows(
         ).rowcount
         == 0
     )
-    # App roles hold no DELETE privilege at all (issue 8: it would allow LOCK TABLE);
+    # App roles hold no DELETE privilege at all (it would allow LOCK TABLE);
     # deletes go through owner-rights functions that check the tenant.
     with pytest.raises(errors.InsufficientPrivilege):
         a.execute(f"delete from pgmem.{table} where tenant_id = 'bravo'")
@@ -145,7 +145,8 @@ def test_no_tenant_bound_sees_nothing_and_cannot_write(
     with pytest.raises(psycopg.Error) as exc:
         service.execute("update pgmem.memories set pinned = true")
     assert exc.value.sqlstate == "PM001"
-    # App roles hold no DELETE privilege at all (issue 8); erase/purge delete for them.
+    # App roles hold no DELETE privilege at all (it would allow LOCK TABLE);
+    # erase/purge delete for them.
     with pytest.raises(errors.InsufficientPrivilege):
         service.execute("delete from pgmem.memories")
 

@@ -1,6 +1,6 @@
-"""Time expressions through the client and the worker (issues 10.4 and 11.3): relative
-dates never reach storage unresolved, whichever write path a turn takes; questions that
-name a time recall within its window."""
+"""Time expressions through the client and the worker: relative dates never reach
+storage unresolved, whichever write path a turn takes; questions that name a time
+recall within its window."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Memory that stays true (issue 10 parts 1 and 5, expiry of part 4): confidence and
-expiry on every write path, the contradiction check on close neighbours, the
-confidence rule of supersession, the LLM judge applied in SQL, and a judge racing a
-write on the same subject."""
+"""Memory that stays true: confidence and expiry on every write path, the
+contradiction check on close neighbours, the confidence rule of supersession, the
+LLM judge applied in SQL, and a judge racing a write on the same subject."""
 
 from __future__ import annotations
 
@@ -305,8 +304,8 @@ def test_remember_keeps_one_truth_with_real_vectors(
 
 
 def test_contradicting_near_duplicate_is_not_absorbed(acme: Tenant, db: Db) -> None:
-    # Cosine 0.97, above duplicate_threshold (0.95): before issue 10 the new truth
-    # was absorbed as a duplicate of the old one.
+    # Cosine 0.97, above duplicate_threshold (0.95): before the contradiction check
+    # the new truth was absorbed as a duplicate of the old one.
     _, old_id, _, _ = remember(acme.conn, "alice", "User likes dark mode", vec(0), now=T0)
     action, new_id, related, similarity = remember(
         acme.conn, "alice", "User likes light mode", vec(0, 0.97), now=T0 + DAY

@@ -433,7 +433,7 @@ def test_remember_waiting_for_an_erase_starts_the_subject_afresh(acme: Tenant, d
     ).fetchall() == [("Alice likes coffee",)]
 
 
-# --- values the call site could not cast (issue 8, item 9) --------------------
+# --- values the call site could not cast ----------------------------------------
 
 
 def test_batch_importance_beyond_double_precision_is_pm014(acme: Tenant, db: Db) -> None:

@@ -1,4 +1,4 @@
-"""The write path on real text (issue 12, alembic 0012 and 0013).
+"""The write path on real text (alembic 0012 and 0013).
 
 - The contradiction features of a fact (its terms and marks) are stored beside it,
   kept by the memories_text trigger, and the rules read pairs from them; rows

@@ -1,4 +1,4 @@
-"""Hardening the trust boundary (issue 8).
+"""Hardening the trust boundary.
 
 - App roles lose table-level UPDATE and DELETE on the tenant tables: with
   them any tenant could `LOCK TABLE … IN ACCESS EXCLUSIVE MODE` and stall every

@@ -15,8 +15,8 @@ depends_on = None
 NEW_TENANT_TABLES = ("sessions", "session_messages", "session_summaries", "tasks", "task_steps")
 
 # Settings of the two new layers and of the assembled prompt. Defaults and why:
-#   window 10 turns / 8000 tokens: the issue's "last N turns (default 10)" and
-#   the low end of its 8K-16K hard cap, so a window fits any 16K-context model;
+#   window 10 turns / 8000 tokens: the last 10 turns verbatim, and the low end
+#   of an 8K-16K hard cap, so a window fits any 16K-context model;
 #   window_strategy 'recency' (importance-based selection is opt-in);
 #   session_idle 1 day closes a session nobody wrote to; session_retention
 #   30 days keeps a closed session's turns that long (summaries stay until
@@ -24,7 +24,7 @@ NEW_TENANT_TABLES = ("sessions", "session_messages", "session_summaries", "tasks
 #   task_ttl 1 day, task_max_retries 3: a task nobody touched for a day is
 #   abandoned; three retries of one step is the usual agent-loop cap;
 #   prompt shares: dialogue gets the most (whatever task, summary and
-#   long-term memory leave), long-term 25% (the issue's 20-30%), summary
+#   long-term memory leave), long-term 25% (a fifth to a third), summary
 #   15%, task 15%.
 SETTINGS_COLUMNS = """
 alter table pgmem.settings

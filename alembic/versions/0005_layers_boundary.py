@@ -1,4 +1,4 @@
-"""The trust boundary of issue 8 for the session and task tables of 0003.
+"""The trust boundary of 0002 for the session and task tables of 0003.
 
 0003 gave pgmem_app table-level UPDATE and DELETE on sessions,
 session_messages, session_summaries, tasks and task_steps again, so a tenant

@@ -1,4 +1,4 @@
-"""Storage and the write path at scale (issue 12, parts 3 and 4).
+"""Storage and the write path at scale.
 
 - pgmem.memories.embedding becomes halfvec(dims): two bytes a dimension
   instead of four (768 instead of 1,536 bytes at 384-d), about half of a

@@ -1,4 +1,4 @@
-"""Recall speed (issue 12): reinforcing a recalled row writes only its access columns.
+"""Recall speed: reinforcing a recalled row writes only its access columns.
 
 Recall adds 1 to access_count and moves last_accessed_at of every row it
 returns; decay rescores effective_importance. On PostgreSQL 15 each such

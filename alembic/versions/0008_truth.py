@@ -1,13 +1,13 @@
-"""Memory that stays true (issue 10 parts 1, 5 and the expiry of part 4).
+"""Memory that stays true: confidence, contradictions and expiry of facts.
 
 - settings.conflict_threshold: cosine similarity from which an active memory
   is a close neighbour of a new fact and is checked for contradiction
-  (sql/functions/13_conflict.sql). 0.7: the issue's "around 0.7"; with
+  (sql/functions/13_conflict.sql). 0.7: with
   all-MiniLM-L6-v2, restatements of one attribute ("likes dark mode" / "now
   prefers light mode") score 0.6-0.8 and unrelated facts of one user 0.1-0.4.
   Neighbours the offline rules do not decide are queued for the worker's
   LLM judge.
-- settings.confidence_rule 0.85 (the issue's figure for rule extraction) and
+- settings.confidence_rule 0.85 (rule extraction is right most of the time) and
   confidence_llm 0.7 (an LLM fact without its own rating): the confidence
   pgmem.remember stores when the caller gives none; sql, manual and import
   writes default to 1.

@@ -1,4 +1,4 @@
-"""Association links at write and consolidation into insights (issue 10, parts 2 and 3).
+"""Association links at write and consolidation into insights.
 
 - settings: how many association links (same_session, same_entity) one memory
   may hold, how many ripple rows a recall adds, and the consolidation policy
@@ -27,7 +27,7 @@ depends_on = None
 #   max_links_per_memory 8: one turn yields 1-5 facts (pgmem/extract), so a
 #     fact keeps its turn-mates and a few facts about the same entities;
 #     ripple reads every link of every hit, so the bound is also its fan-out.
-#   ripple_limit 3 (issue 10): linked rows are context, not the answer; more
+#   ripple_limit 3: linked rows are context, not the answer; more
 #     than a few crowd the direct hits out of a prompt.
 #   consolidate_after 7 days: an episode is left alone while it is still
 #     the recent detail a conversation refers back to.

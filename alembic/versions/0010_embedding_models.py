@@ -1,4 +1,4 @@
-"""Issue 11: the embedding model a tenant's vectors come from, re-embedding, measured defaults.
+"""The embedding model a tenant's vectors come from, re-embedding, measured defaults.
 
 - settings.embedding_model becomes nullable and no longer defaults to
   all-MiniLM-L6-v2: NULL means "not recorded yet", and the first client that
@@ -58,7 +58,7 @@ create policy readonly_inspection on pgmem.reembed_vectors for select to pgmem_r
 create trigger reembed_vectors_require_tenant before insert or update or delete on pgmem.reembed_vectors
     for each statement execute function pgmem._require_tenant_trigger();
 -- Written only by the owner-rights re-embed functions (sql/functions/66_models.sql):
--- applications hold no INSERT, UPDATE or DELETE on it (issue 8's LOCK TABLE concern).
+-- applications hold no INSERT, UPDATE or DELETE on it (either would let them LOCK TABLE).
 grant select on pgmem.reembed_vectors to pgmem_app, pgmem_readonly;
 """
 

@@ -1,4 +1,4 @@
-"""Time zones for time expressions (issues 10.4 and 11.3).
+"""Time zones for time expressions.
 
 Relative dates ("next Friday", 下周三) are resolved at write against the turn's time,
 and times in questions ("last week", 昨天) become recall windows, in the day of a

@@ -1,6 +1,6 @@
-"""Write path on real text (issue 12): stored contradiction features, checked inserts in bulk.
+"""Write path on real text: stored contradiction features, checked inserts in bulk.
 
-Issue 10's contradiction check compares a new fact with its 16 nearest close
+The contradiction check (0008) compares a new fact with its 16 nearest close
 neighbours by offline rules over their text. On LoCoMo turns each comparison
 (pgmem.contradiction) cost ~0.4 ms: it spelled both facts again, matched the
 vocabulary's patterns against both, and PostgreSQL recompiled most of those

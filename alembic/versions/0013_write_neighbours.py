@@ -1,4 +1,4 @@
-"""One scan of a subject per write (issue 12): pgmem.write_probe.
+"""One scan of a subject per write: pgmem.write_probe.
 
 A write read its subject's active rows twice: once for the contradiction
 candidates (pgmem._conflicts) and once more for the nearest row, the

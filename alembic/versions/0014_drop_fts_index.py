@@ -1,4 +1,4 @@
-"""Drop the full-text GIN index no statement uses (issue 12).
+"""Drop the full-text GIN index no statement uses.
 
 memories_fts (GIN on tenant_id, subject, fts, active rows) was meant for
 recall's term matches. Under a tenant policy the planner may not use it (@@

@@ -1,4 +1,4 @@
-"""Effective importance moves to a narrow table of its own: pgmem.memory_decay (issue 12).
+"""Effective importance moves to a narrow table of its own: pgmem.memory_decay.
 
 Decay rescored memories.effective_importance in place. A memory row is
 ~1.5–2 KB (content, a 384-d vector, its tsvector and conflict features), so
@@ -24,7 +24,7 @@ rows whose memory is gone (a decay racing a delete can leave one).
 Applications read it (RLS, like every tenant table) and write it only the way
 the invoker-rights lifecycle functions do (INSERT and UPDATE of
 effective_importance, decayed_at): no DELETE or table-wide UPDATE privilege,
-which would let a role LOCK the table (issue 8).
+which would let a role LOCK the table.
 
 Revision ID: 0015
 Revises: 0014

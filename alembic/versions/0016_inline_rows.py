@@ -1,4 +1,4 @@
-"""Memory rows stay whole up to a page: toast_tuple_target = 8160 (issue 12).
+"""Memory rows stay whole up to a page: toast_tuple_target = 8160.
 
 A memory row is ~1.4 KB on average (content, a 384-d halfvec, its tsvector
 and conflict features), but a row past 2,032 bytes, PostgreSQL's default

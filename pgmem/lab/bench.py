@@ -75,13 +75,13 @@ NOISE_POOL = 4096
 NOISE = 0.045
 SEED = 0.42
 
-# Targets from the issue, at 1M memories.
+# The targets docs/benchmarks.md reports against, at 1M memories.
 TARGET_RECALL_P95_MS = 20.0
 TARGET_RECALL_AT_10 = 0.98
 TARGET_REMEMBER_PER_S = 2_000.0
 TARGET_MAINTENANCE_S = 10.0
-TARGET_RECALL_VS_BASELINE_P95 = 2.0  # issue 12: recall p95 <= 2x the baseline's exact scan
-TARGET_BYTES_PER_MEMORY = 3_072.0  # issue 12: table + indexes, 384-d
+TARGET_RECALL_VS_BASELINE_P95 = 2.0  # recall p95 <= 2x the baseline's exact scan
+TARGET_BYTES_PER_MEMORY = 3_072.0  # table + indexes, 384-d
 
 
 class BenchError(Exception):
@@ -188,7 +188,7 @@ class PointResult:
         return self.decay_hourly_s + self.archive_hourly_s
 
     def targets(self) -> dict[str, bool | None]:
-        """Each target of the issue: met, not met, or None when not measured."""
+        """Each target of docs/benchmarks.md: met, not met, or None when not measured."""
         measured = self.maintenance_measured
         vs_baseline = self.ratios()["recall_p95"]
         return {

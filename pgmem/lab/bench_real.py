@@ -86,7 +86,7 @@ TENANT = bench.TENANT
 PER_SUBJECT = bench.PER_SUBJECT
 SEED = 12
 
-# Targets of issue 12, checked at every point (the issue states them at 100k and 1M).
+# Scale targets, checked at every point (they are set for 100k and 1M memories).
 TARGET_RECALL_VS_BASELINE_P95 = 2.0  # pgmem recall p95 <= 2x the baseline's exact scan
 TARGET_RECALL_P95_MS = 10.0  # server-side
 TARGET_MIX_VS_BASELINE = 0.8  # concurrency mix throughput >= 0.8x the baseline's

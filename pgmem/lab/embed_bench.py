@@ -11,7 +11,7 @@ loads. Each one
    cache: the query embedding alone (single-query latency), and the query embedding
    plus ``pgmem.recall`` (hybrid, k = 10), the search a user waits for.
 
-Latencies are reported as p50 and p95 in milliseconds; the issue's target is
+Latencies are reported as p50 and p95 in milliseconds; the target is
 end-to-end p95 <= the embedder's own single-query p95 + 10 ms. Quality is measured by
 ``pgmem eval locomo``/``zh`` with ``PGMEM_EMBEDDER`` set; docs/eval.md has both.
 """

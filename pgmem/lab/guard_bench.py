@@ -1,4 +1,4 @@
-"""What the guard triggers add to each write (issue 8): app-role ``pgmem.remember`` of
+"""What the guard triggers add to each write: app-role ``pgmem.remember`` of
 real LoCoMo turns, with the row triggers of revision 0002 on and off, in one run.
 
 Rounds alternate on, off, off, on (ABBA), each its own turns, so drift (cache

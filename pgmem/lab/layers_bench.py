@@ -46,7 +46,7 @@ MEMORIES_PER_SUBJECT = 100
 DEFAULT_MESSAGES = 100_000
 DEFAULT_SESSIONS = 1_000
 
-# Targets from issue 9 (at 1M messages over 10k sessions).
+# Targets for short-term and working memory (at 1M messages over 10k sessions).
 TARGET_APPEND_PER_S = 2_000.0
 TARGET_READ_P95_MS = 5.0
 TARGET_PROMPT_OVER_RECALL_MS = 3.0

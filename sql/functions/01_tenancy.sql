@@ -253,7 +253,7 @@ begin
             using errcode = '42710', hint = 'Choose another role name, or drop the tenant login first.';
     end if;
     -- Table rights come from pgmem_app; the binding comes from _tenant_logins.
-    -- Timeouts by default (issue 8): a tenant session that waits on a lock
+    -- Timeouts by default: a tenant session that waits on a lock
     -- or sits idle in a transaction gives up instead of queueing others.
     execute pg_catalog.format('create role %I login password %L in role pgmem_app', v_role, p_password);
     execute pg_catalog.format('alter role %I set lock_timeout = ''5s''', v_role);

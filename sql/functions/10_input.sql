@@ -201,7 +201,7 @@ comment on function pgmem._check_memory_input(integer, pgmem.settings, text, tex
     'Raises PM010-PM020 (see sql/functions/10_input.sql) for a memory that must not be stored; p_item numbers the item of a batch (internal).';
 
 
--- Values a call site cannot even cast (issue 8): pgmem's own statements pass
+-- Values a call site cannot even cast: pgmem's own statements pass
 -- query vectors and importances as double precision and convert them here, so
 -- NaN (pgvector's cast: 22000) or a number beyond real (22003) is a PM code.
 
@@ -256,7 +256,7 @@ $$;
 comment on function pgmem._importance_arg(double precision) is
     'An importance from a float8 parameter as real, or PM014 when it is outside 0..1, before a cast to real could overflow (internal; pgmem''s update statement uses it).';
 
--- Confidence and expiry of a fact (issue 10): pgmem.remember's p_confidence
+-- Confidence and expiry of a fact: pgmem.remember's p_confidence
 -- and p_expires_at, remember_many's confidence and expires_at keys.
 --   PM026  confidence outside 0..1 (NaN included)
 --   PM027  expires_at not later than the fact's valid_from

@@ -5,7 +5,7 @@
 -- Scoped recall (revision 0011) reads several subjects and filters by agent.
 drop function if exists pgmem._recall_rows(text, pgmem.settings, text, bigint[], public.vector, text[], real[],
                                            timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb);
--- Issue 12: the caller gives each row's text_match, found with the
+-- For recall's speed the caller gives each row's text_match, found with the
 -- candidates, and the query vector as halfvec (the column's type: no cast
 -- per row).
 drop function if exists pgmem._recall_rows(text, pgmem.settings, text[], bigint[], public.vector, text[], real[],

@@ -1,5 +1,4 @@
--- Association links at write, and consolidation of episodes into insights
--- (issue 10, parts 2 and 3).
+-- Association links at write, and consolidation of episodes into insights.
 --
 -- Links at write (pgmem._link_at_write, called by the write path for every
 -- new active fact):
@@ -14,10 +13,11 @@
 --   Bound: a memory holds at most settings.max_links_per_memory association
 --   links (both directions). A new fact links to its strongest candidates
 --   that still have room; a full memory takes no new link. Links are never
---   deleted to make room: app roles hold no DELETE on memory_links (issue 8),
---   and on Citus the owner may not touch a shard the tenant role has just
---   written in the same transaction (docs/scaling.md). Structural links
---   (supersedes, merged_into, derived_from) are history and not bounded.
+--   deleted to make room: app roles hold no DELETE on memory_links (it would
+--   let them LOCK TABLE), and on Citus the owner may not touch a shard the
+--   tenant role has just written in the same transaction (docs/scaling.md).
+--   Structural links (supersedes, merged_into, derived_from) are history and
+--   not bounded.
 --
 -- Consolidation (the 'consolidate' job of 40_jobs.sql, the worker's
 -- pgmem/consolidate.py):

@@ -44,7 +44,7 @@ $$;
 comment on function pgmem._job_names() is
     'The maintenance jobs pgmem.run_job knows, in the order pgmem.maintain runs them: archive, decay, capacity, purge, sessions, consolidate, watchdog (internal).';
 
--- Replaced by a row lock in pgmem._job_locks (issue 8): anyone can compute
+-- Replaced by a row lock in pgmem._job_locks: anyone can compute
 -- and hold an advisory key, and holding it switched maintenance off.
 drop function if exists pgmem._job_lock_key(text);
 

@@ -4,7 +4,8 @@
 -- pgmem.remember in the same transaction that marks the job done, so a
 -- killed worker loses nothing and applies nothing twice.
 
--- Before issue 10 it had no p_confidence and p_expires_at.
+-- Before facts had a confidence and an expiry (revision 0008) it had no
+-- p_confidence and p_expires_at.
 drop function if exists pgmem.enqueue(text, jsonb, text, text, jsonb, timestamptz);
 
 create or replace function pgmem.enqueue(

@@ -1,5 +1,5 @@
 -- Which embedding model a tenant's vectors come from, and moving a tenant to
--- another model (issue 11).
+-- another model (re-embedding).
 --
 -- settings.embedding_model is the model of every vector stored for the
 -- tenant; NULL until a client first declares its model (then recorded). A
@@ -110,9 +110,10 @@ comment on function pgmem.use_embedding_model(text, boolean) is
 
 -- The re-embed functions below are SECURITY DEFINER (owner pgmem_admin,
 -- which bypasses RLS): they write the tenant's settings row (read-only for
--- applications) and delete staged vectors (applications hold no DELETE, issue
--- 8). Each takes the tenant from its invoker wrapper, checks that the session
--- may act for it (pgmem._require_session_for) and names it in every statement.
+-- applications) and delete staged vectors (applications hold no DELETE, so
+-- they cannot LOCK TABLE). Each takes the tenant from its invoker wrapper,
+-- checks that the session may act for it (pgmem._require_session_for) and
+-- names it in every statement.
 
 create or replace function pgmem._start_reembed(p_tenant text, p_model text, p_batch integer)
 returns integer

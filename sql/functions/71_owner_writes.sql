@@ -1,6 +1,6 @@
 -- Deletes on tenant tables run with the owner's rights: app roles hold no
 -- DELETE (nor table-level UPDATE) privilege, because either one lets a role
--- LOCK TABLE … IN ACCESS EXCLUSIVE MODE and stall every tenant (issue 8).
+-- LOCK TABLE … IN ACCESS EXCLUSIVE MODE and stall every tenant.
 -- These helpers are security definer (owner pgmem_admin, which bypasses RLS),
 -- so each first checks that the session may act for the tenant it is asked
 -- to touch: a tenant login role for its own tenant, a pgmem_service member
