@@ -33,6 +33,18 @@ from pgmem.lab import eval as evaluation
 from pgmem.lab import pairs as pairs_eval
 from pgmem.lab import write_path as write_path_eval
 
+# Options several measurements share.
+LimitOption = Annotated[
+    int | None,
+    typer.Option("--limit-conversations", min=1, help="Only the first N conversations."),
+]
+ScratchOption = Annotated[
+    str, typer.Option("--database", help="Scratch database, created and dropped on the server.")
+]
+KeepOption = Annotated[
+    bool, typer.Option("--keep", help="Keep the scratch database for inspection.")
+]
+
 app = typer.Typer(
     help="Measure retrieval quality on public benchmarks and the safety rules on their corpus.",
     no_args_is_help=True,
@@ -92,10 +104,7 @@ def locomo(
             + ".",
         ),
     ] = None,
-    limit_conversations: Annotated[
-        int | None,
-        typer.Option("--limit-conversations", min=1, help="Only the first N conversations."),
-    ] = None,
+    limit_conversations: LimitOption = None,
     settings: Annotated[
         list[str] | None,
         typer.Option(
@@ -114,12 +123,8 @@ def locomo(
             "'write' (made by pgmem's write path: same_session by similarity, bounded).",
         ),
     ] = "neighbours",
-    database: Annotated[
-        str, typer.Option("--database", help="Scratch database, created and dropped on the server.")
-    ] = evaluation.DEFAULT_DATABASE,
-    keep: Annotated[
-        bool, typer.Option("--keep", help="Keep the scratch database for inspection.")
-    ] = False,
+    database: ScratchOption = evaluation.DEFAULT_DATABASE,
+    keep: KeepOption = False,
     write_path: Annotated[
         bool,
         typer.Option(
@@ -204,10 +209,7 @@ def consolidation(
         typer.Argument(help="LoCoMo JSON file.", exists=True, dir_okay=False),
     ],
     dsn: DsnOption = None,
-    limit_conversations: Annotated[
-        int | None,
-        typer.Option("--limit-conversations", min=1, help="Only the first N conversations."),
-    ] = None,
+    limit_conversations: LimitOption = None,
     settings: Annotated[
         list[str] | None,
         typer.Option(
@@ -216,12 +218,8 @@ def consolidation(
             "consolidate_sources defaults to archive here.",
         ),
     ] = None,
-    database: Annotated[
-        str, typer.Option("--database", help="Scratch database, created and dropped on the server.")
-    ] = evaluation.DEFAULT_DATABASE,
-    keep: Annotated[
-        bool, typer.Option("--keep", help="Keep the scratch database for inspection.")
-    ] = False,
+    database: ScratchOption = evaluation.DEFAULT_DATABASE,
+    keep: KeepOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Consolidate LoCoMo conversations into insights; report compression and how much
@@ -288,9 +286,7 @@ def zh(
         list[str] | None,
         typer.Option("--set", help="Tenant setting for the run, name=value; repeatable."),
     ] = None,
-    database: Annotated[
-        str, typer.Option("--database", help="Scratch database, created and dropped on the server.")
-    ] = evaluation.DEFAULT_DATABASE,
+    database: ScratchOption = evaluation.DEFAULT_DATABASE,
     write_path: Annotated[
         bool,
         typer.Option("--write-path", help="Also through Memory.add and the worker, as for locomo."),
@@ -442,9 +438,7 @@ def pairs(
         Path,
         typer.Option("--pairs", help="Labelled pair corpus (JSON lines).", exists=True),
     ] = pairs_eval.PAIRS_FILE,
-    database: Annotated[
-        str, typer.Option("--database", help="Scratch database, created and dropped on the server.")
-    ] = evaluation.DEFAULT_DATABASE,
+    database: ScratchOption = evaluation.DEFAULT_DATABASE,
     errors: Annotated[
         bool, typer.Option("--errors", help="Also list the pairs the shipped thresholds get wrong.")
     ] = False,
@@ -530,17 +524,12 @@ def sweep(
     mode: Annotated[
         str, typer.Option("--mode", "-m", help="The mode every trial runs.")
     ] = "hybrid-ripple-time",
-    limit_conversations: Annotated[
-        int | None,
-        typer.Option("--limit-conversations", min=1, help="Only the first N conversations."),
-    ] = None,
+    limit_conversations: LimitOption = None,
     parallel: Annotated[
         int,
         typer.Option("--parallel", min=1, max=8, help="Tenant copies measured side by side."),
     ] = 2,
-    database: Annotated[
-        str, typer.Option("--database", help="Scratch database, created and dropped on the server.")
-    ] = evaluation.DEFAULT_DATABASE,
+    database: ScratchOption = evaluation.DEFAULT_DATABASE,
     as_json: JsonOption = False,
 ) -> None:
     """Sweep the scoring settings on LoCoMo, ingesting once; report the best and the defaults.
