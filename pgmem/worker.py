@@ -771,7 +771,7 @@ class Worker:
         stored, new = rows.get(stored_id), rows.get(new_id)
         if stored and new and stored["status"] == new["status"] == "active":
             # Only a fact that says all the other does may stand for both
-            # (pgmem.merge_keeper, 13_conflict.sql): two facts that merely look alike
+            # (pgmem.merge_keeper, 13_conflict_decisions.sql): two facts that merely look alike
             # both stay, with or without a model to write one text for them.
             with conn.transaction():
                 self._bind(conn, job["tenant_id"])

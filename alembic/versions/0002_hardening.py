@@ -8,7 +8,7 @@
   owner-rights functions that check the caller's tenant (pgmem.erase_subject,
   pgmem.purge).
 - Row triggers on memories, memory_events and inbox (bodies in
-  sql/functions/70_guards.sql): a direct write gets the write path's checks.
+  sql/functions/70_guards_triggers.sql): a direct write gets the write path's checks.
 - pgmem._job_locks: the maintenance lock is a row lock in a table only its
   owner can touch, not an advisory key any role can compute and hold.
 - settings.failed_retention: how long failed inbox jobs are kept.
@@ -42,8 +42,8 @@ UPDATABLE = {
     "created_at, finished_at",
 }
 
-# The trigger functions are replaced by sql/functions/70_guards.sql at the end
-# of the same migration; CREATE TRIGGER needs them to exist first.
+# The trigger functions are replaced by sql/functions/70_guards_triggers.sql at
+# the end of the same migration; CREATE TRIGGER needs them to exist first.
 STUB = """
 create or replace function pgmem.{name}() returns trigger
 language plpgsql security invoker set search_path = pg_catalog, pg_temp

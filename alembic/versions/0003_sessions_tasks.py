@@ -197,8 +197,8 @@ def upgrade() -> None:
     op.execute("reset role")
 
 
-# Functions of sql/functions/70_session.sql, 72_task.sql and 74_prompt.sql:
-# they name the tables dropped below, so they go with them.
+# Functions of sql/functions/70_session.sql, 70_session_maintenance.sql, 72_task.sql
+# and 74_prompt.sql: they name the tables dropped below, so they go with them.
 FUNCTIONS = (
     "_session_salience",
     "_window_units",

@@ -13,7 +13,7 @@ As 0002 did for the long-term tables:
   steps) go through owner-rights helpers that check the caller's tenant
   (sql/functions/71_owner_writes.sql); erase_subject already cascades from
   subjects with the owner's rights.
-- Row triggers (bodies in sql/functions/70_guards.sql) give direct writes
+- Row triggers (bodies in sql/functions/70_guards_triggers.sql) give direct writes
   the write path's checks: a session's agent id gets the 256-character
   limit of the other tables; turns get role, emptiness, max_turn_bytes,
   metadata size, redaction and their token count; tasks and steps get size
@@ -44,7 +44,7 @@ UPDATABLE = {
     "memory_id, updated_at, finished_at",
 }
 
-# Replaced by sql/functions/70_guards.sql at the end of the same migration;
+# Replaced by sql/functions/70_guards_triggers.sql at the end of the same migration;
 # CREATE TRIGGER needs them to exist first.
 STUB = """
 create or replace function pgmem.{name}() returns trigger

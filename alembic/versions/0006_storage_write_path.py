@@ -48,8 +48,8 @@ $$;
 """
 
 
-# The columns pgmem._memories_guard (sql/functions/70_guards.sql) checks on
-# an update; any other column cannot make it refuse or rewrite a row.
+# The columns pgmem._memories_guard (sql/functions/70_guards_triggers.sql) checks
+# on an update; any other column cannot make it refuse or rewrite a row.
 GUARDED = "embedding, content, session_id, agent_id, triple_subject, triple_predicate, triple_object, metadata"
 GUARD = """
 create trigger memories_guard before insert or update{columns} on pgmem.memories

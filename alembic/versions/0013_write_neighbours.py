@@ -6,7 +6,7 @@ duplicate and merge check. remember_many did the first once per item, so a
 batch of 50 items for one subject read that subject 51 times. On LoCoMo turns
 each read of a 1,000-row subject costs ~3 ms: most of a write.
 
-pgmem._neighbours (13_conflict.sql) reads the subject once for a set of new
+pgmem._neighbours (13_conflict_decisions.sql) reads the subject once for a set of new
 facts, each given as a pgmem.write_probe (what the rules read of it: its text,
 vector, valid time, terms and marks), and returns each probe's contradiction
 candidates and its nearest row. pgmem.remember asks it for one probe;

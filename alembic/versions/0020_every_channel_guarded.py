@@ -1,6 +1,6 @@
 """Guards on the channels that had none: session summaries, blank subjects.
 
-- session_summaries gets a row trigger (body in sql/functions/70_guards.sql):
+- session_summaries gets a row trigger (body in sql/functions/70_guards_triggers.sql):
   a summary is size-checked, redacted, and a line the injection rules flag
   is withheld, for every writer, as the other layers' text is.
 - subjects refuses a subject with no visible character (a zero-width space
@@ -18,7 +18,7 @@ down_revision = "0019"
 branch_labels = None
 depends_on = None
 
-# Replaced by sql/functions/70_guards.sql at the end of the same migration.
+# Replaced by sql/functions/70_guards_triggers.sql at the end of the same migration.
 STUB = """
 create or replace function pgmem._session_summaries_guard() returns trigger
 language plpgsql security invoker set search_path = pg_catalog, pg_temp

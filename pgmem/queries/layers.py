@@ -92,7 +92,7 @@ where (%(subject)s::text is null or t.subject = %(subject)s::text)
 order by t.task_id desc
 limit %(limit)s
 """
-# The worker's fold pass (sql/functions/70_session.sql).
+# The worker's fold pass (sql/functions/70_session_maintenance.sql).
 CLAIM_FOLDS: Final = "select * from pgmem.claim_folds(%(limit)s)"
 SAVE_SUMMARY: Final = """
 select pgmem.save_summary(%(subject)s::text, %(session_id)s::text, %(from_seq)s::bigint,

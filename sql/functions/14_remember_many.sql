@@ -1,4 +1,4 @@
--- pgmem.remember_many: the bulk form of pgmem.remember (12_remember.sql),
+-- pgmem.remember_many: the bulk form of pgmem.remember (12_remember_one.sql),
 -- with the same decisions, as if its items were remembered one by one.
 
 create or replace function pgmem.remember_many(
