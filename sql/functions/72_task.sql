@@ -172,6 +172,27 @@ comment on function pgmem.set_task(bigint, text, jsonb, jsonb, integer, timestam
     'current step; pushes its expiry to task_ttl from now. PM080 unknown, PM082 finished, PM081 plan or step, '
     'PM083 status.';
 
+-- The plan and id, not the task row: a function of the table's row type would
+-- hold up dropping the table on a downgrade.
+create or replace function pgmem._check_step(p_task_id bigint, p_plan jsonb, p_step integer, p_hint text)
+returns void
+language plpgsql
+immutable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_step is null or p_step < 1 or p_step > pg_catalog.jsonb_array_length(p_plan) then
+        raise exception 'step % is out of range: the plan of task % has % steps', coalesce(p_step::text, 'NULL'),
+                        p_task_id, pg_catalog.jsonb_array_length(p_plan)
+            using errcode = 'PM081', hint = p_hint;
+    end if;
+end
+$$;
+
+comment on function pgmem._check_step(bigint, jsonb, integer, text) is
+    'Error PM081 unless p_step is a step of the task''s plan (1 to its length): record_step and fail_step (internal).';
+
 create or replace function pgmem.record_step(
     p_task_id bigint,
     p_step integer,
@@ -193,11 +214,7 @@ declare
     v_now timestamptz := coalesce(p_now, pg_catalog.now());
     v_recorded boolean;
 begin
-    if p_step is null or p_step < 1 or p_step > pg_catalog.jsonb_array_length(v_task.plan) then
-        raise exception 'step % is out of range: the plan of task % has % steps', coalesce(p_step::text, 'NULL'),
-                        p_task_id, pg_catalog.jsonb_array_length(v_task.plan)
-            using errcode = 'PM081', hint = 'Steps count from 1; extend the plan with pgmem.set_task first.';
-    end if;
+    perform pgmem._check_step(p_task_id, v_task.plan, p_step, 'Steps count from 1; extend the plan with pgmem.set_task first.');
     if p_variables is not null and pg_catalog.jsonb_typeof(p_variables) <> 'object' then
         raise exception 'p_variables must be a JSON object' using errcode = 'PM020', hint = 'Pass NULL for none.';
     end if;
@@ -244,11 +261,7 @@ declare
     v_task pgmem.tasks := pgmem._task_for_update(p_task_id);
     v_now timestamptz := coalesce(p_now, pg_catalog.now());
 begin
-    if p_step is null or p_step < 1 or p_step > pg_catalog.jsonb_array_length(v_task.plan) then
-        raise exception 'step % is out of range: the plan of task % has % steps', coalesce(p_step::text, 'NULL'),
-                        p_task_id, pg_catalog.jsonb_array_length(v_task.plan)
-            using errcode = 'PM081', hint = 'Steps count from 1.';
-    end if;
+    perform pgmem._check_step(p_task_id, v_task.plan, p_step, 'Steps count from 1.');
     if v_task.retries + 1 > v_task.max_retries then
         -- Out of retries: the task fails, and is distilled like any other end.
         perform pgmem.finish_task(p_task_id, 'failed',
