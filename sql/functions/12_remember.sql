@@ -113,6 +113,55 @@ drop function if exists pgmem._remember_decide(text, pgmem.settings, text, text,
                                                text, text, text, text, text, text, jsonb, timestamptz, timestamptz,
                                                real, timestamptz, boolean, text[], text[]);
 
+-- What every checked write of one fact does first (pgmem.remember,
+-- pgmem.consolidate): the tenant's write settings, the input checks
+-- (PM010-PM020, PM026, PM027), then the subject's lock: a call that waits
+-- for it has written nothing.
+create or replace function pgmem._begin_write(
+    p_tenant text,
+    p_subject text,
+    p_content text,
+    p_kind text,
+    p_importance double precision,
+    p_embedding real[],
+    p_triple_subject text,
+    p_triple_predicate text,
+    p_triple_object text,
+    p_source text,
+    p_metadata jsonb,
+    p_confidence double precision,
+    p_expires_at timestamptz,
+    p_valid_from timestamptz,
+    p_now timestamptz
+)
+returns pgmem.settings
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_settings pgmem.settings := pgmem._write_settings(p_tenant);
+    v_dims integer;
+    v_finite boolean;
+    v_norm double precision;
+begin
+    if p_embedding is not null then
+        select e.dims, e.finite, e.norm into v_dims, v_finite, v_norm from pgmem._embedding_stats(p_embedding) as e;
+    end if;
+    perform pgmem._check_memory_input(null, v_settings, p_subject, p_content, p_kind, p_importance, v_dims, v_finite,
+                                      v_norm, p_triple_subject, p_triple_predicate, p_triple_object, p_source,
+                                      p_metadata);
+    perform pgmem._check_truth_input(null, p_confidence, p_expires_at, p_valid_from);
+    perform pgmem._lock_subjects(p_tenant, array[p_subject], p_now);
+    return v_settings;
+end
+$$;
+
+comment on function pgmem._begin_write(text, text, text, text, double precision, real[], text, text, text, text,
+                                       jsonb, double precision, timestamptz, timestamptz, timestamptz) is
+    'The start of a checked write of one fact: the tenant''s write settings (returned), the input checks, the subject''s lock (internal; pgmem.remember, pgmem.consolidate).';
+
 create or replace function pgmem._remember_decide(
     p_tenant text,
     p_settings pgmem.settings,

@@ -43,9 +43,6 @@ declare
     v_tenant text := pgmem._require_tenant();
     v_now timestamptz := coalesce(p_now, pg_catalog.now());
     v_settings pgmem.settings;
-    v_dims integer;
-    v_finite boolean;
-    v_norm double precision;
     v_rule text;
     v_content text;
     v_redacted text[];
@@ -54,17 +51,10 @@ declare
     v_terms text[];
     v_marks text[];
 begin
-    v_settings := pgmem._write_settings(v_tenant);
-    if p_embedding is not null then
-        -- A vector argument works too (pgvector casts vector to real[]).
-        select e.dims, e.finite, e.norm into v_dims, v_finite, v_norm from pgmem._embedding_stats(p_embedding) as e;
-    end if;
-    perform pgmem._check_memory_input(null, v_settings, p_subject, p_content, p_kind, p_importance, v_dims, v_finite,
-                                      v_norm, p_triple_subject, p_triple_predicate, p_triple_object, p_source,
-                                      p_metadata);
-    perform pgmem._check_truth_input(null, p_confidence, p_expires_at, coalesce(p_valid_from, v_now));
-    -- The subject's lock first: a call that waits for it has written nothing.
-    perform pgmem._lock_subjects(v_tenant, array[p_subject], v_now);
+    -- A vector argument works too (pgvector casts vector to real[]).
+    v_settings := pgmem._begin_write(v_tenant, p_subject, p_content, p_kind, p_importance, p_embedding,
+                                     p_triple_subject, p_triple_predicate, p_triple_object, p_source, p_metadata,
+                                     p_confidence, p_expires_at, coalesce(p_valid_from, v_now), v_now);
     -- Checked and redacted once (pgmem._vouch, 70_guards.sql).
     select v.rule, v.content, v.kinds, v.terms, v.marks into v_rule, v_content, v_redacted, v_terms, v_marks
     from pgmem._vouch(array[p_content]) as v;

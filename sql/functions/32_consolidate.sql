@@ -311,9 +311,6 @@ declare
     v_tenant text := pgmem._require_tenant();
     v_now timestamptz := coalesce(p_now, pg_catalog.now());
     v_settings pgmem.settings;
-    v_dims integer;
-    v_finite boolean;
-    v_norm double precision;
     v_rule text;
     v_content text;
     v_redacted text[];
@@ -333,14 +330,9 @@ begin
         raise exception 'pgmem.consolidate needs distinct source memory ids, not %', coalesce(p_source_ids::text, 'NULL')
             using errcode = 'PM062', hint = 'Pass the memory_ids of a row of pgmem.consolidation_clusters().';
     end if;
-    v_settings := pgmem._write_settings(v_tenant);
-    if p_embedding is not null then
-        select e.dims, e.finite, e.norm into v_dims, v_finite, v_norm from pgmem._embedding_stats(p_embedding) as e;
-    end if;
-    perform pgmem._check_memory_input(null, v_settings, p_subject, p_content, 'semantic', null, v_dims, v_finite,
-                                      v_norm, null, null, null,
-                                      case p_method when 'llm' then 'llm' else 'rule' end, '{}');
-    perform pgmem._lock_subjects(v_tenant, array[p_subject], v_now);
+    v_settings := pgmem._begin_write(v_tenant, p_subject, p_content, 'semantic', null, p_embedding, null, null,
+                                     null, case p_method when 'llm' then 'llm' else 'rule' end, '{}', null, null,
+                                     v_now, v_now);
 
     -- The sources as the clusters showed them: still active episodes of this
     -- subject that no insight covers. Anything else (archived, merged,
