@@ -1,5 +1,6 @@
 """`pgmem eval locomo`: retrieval quality of pgmem.recall on LoCoMo conversations;
 `pgmem eval consolidation`: compression and retained recall of consolidation on LoCoMo;
+`pgmem eval floor`: what the relevance floor does to on-topic and off-topic prompts on LoCoMo;
 `pgmem eval safety`: recall and false positives of the SQL safety rules on the safety corpus."""
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pgmem.extract import LLMExtractor
 from pgmem.extract.safety import RULES_FILE
 from pgmem.lab import consolidation_eval
 from pgmem.lab import eval as evaluation
+from pgmem.lab import floor as floor_eval
 from pgmem.lab import pairs as pairs_eval
 from pgmem.lab import write_path as write_path_eval
 
@@ -322,6 +324,59 @@ def _metric_title(name: str) -> str:
     if name == "MRR":
         return "MRR: mean reciprocal rank of the first evidence turn (first 10)"
     return f"{name}: normalized discounted cumulative gain"
+
+
+@app.command()
+def floor(
+    path: Annotated[
+        Path,
+        typer.Argument(help="LoCoMo JSON file (e.g. the dev split).", exists=True, dir_okay=False),
+    ],
+    dsn: DsnOption = None,
+    limit_conversations: LimitOption = None,
+    min_similarity: Annotated[
+        float | None,
+        typer.Option(
+            "--min-similarity",
+            min=-1.0,
+            max=1.0,
+            help="Cosine floor to measure (default: the embedding model's calibrated floor).",
+        ),
+    ] = None,
+    min_text_match: Annotated[
+        float | None,
+        typer.Option(
+            "--min-text-match",
+            min=0.0,
+            max=1.0,
+            help="Text-match floor to measure (default: settings.min_text_match).",
+        ),
+    ] = None,
+    database: ScratchOption = evaluation.DEFAULT_DATABASE,
+    keep: KeepOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """What the relevance floor does to a prompt: on-topic R@10 and noise lines, and
+    off-topic prompts (a question asked of another conversation) holding any memory,
+    floor off and on, on each conversation's first (dev) and second (frozen) half of
+    questions. See docs/eval.md, "Relevance floor".
+    """
+    with database_errors(dsn), steps(quiet=as_json) as progress, _locomo_errors():
+        report = floor_eval.run_floor(
+            dsn_for(dsn),
+            path,
+            embedder_from_env(),
+            database=database,
+            keep=keep,
+            limit_conversations=limit_conversations,
+            min_similarity=min_similarity,
+            min_text_match=min_text_match,
+            progress=progress,
+        )
+    if as_json:
+        print_json(report.as_dict())
+        return
+    print_floor_report(report)
 
 
 def print_report(report: evaluation.Report) -> None:
@@ -728,3 +783,26 @@ def print_safety_report(report: safety_eval.SafetyReport, *, misses: bool) -> No
     console.print(
         "targets met" if not failures else "targets missed: " + "; ".join(failures), highlight=False
     )
+
+
+def print_floor_report(report: floor_eval.FloorReport) -> None:
+    cosine = "none" if report.min_similarity is None else f"{report.min_similarity:g}"
+    table = Table(
+        title=f"{report.embedder}: floor cosine {cosine}, text {report.min_text_match:g}; "
+        f"{report.conversations} conversations, the first {floor_eval.PROMPT_ROWS} rows a "
+        "prompt; floor off → on",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    table.add_column("measure")
+    for half in report.halves:
+        table.add_column(f"{half.half} ({half.questions} q)", justify="right")
+    measures = (
+        ("on-topic R@10", lambda side: f"{side.recall_at_10:.3f}"),
+        ("on-topic noise lines", lambda side: f"{side.noise_lines:.1f}"),
+        ("off-topic: any memory", lambda side: f"{side.off_any:.0%}"),
+        ("off-topic lines", lambda side: f"{side.off_lines:.1f}"),
+    )
+    for name, shown in measures:
+        table.add_row(name, *(f"{shown(h.off)} → {shown(h.on)}" for h in report.halves))
+    console.print(table)

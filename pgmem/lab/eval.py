@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -966,7 +966,15 @@ def evaluate(
     )
 
 
-def run_locomo(
+class _Timed(Protocol):
+    total_seconds: float
+
+
+_R = TypeVar("_R", bound=_Timed)
+
+
+def run_in_scratch(
+    evaluate_fn: Callable[..., _R],
     server_dsn: str,
     path: Path | str,
     embedder: Embedder,
@@ -975,11 +983,19 @@ def run_locomo(
     keep: bool = False,
     limit_conversations: int | None = None,
     **options: Any,
-) -> Report:
-    """Load ``path``, evaluate it in a scratch database on ``server_dsn``'s server, drop it."""
+) -> _R:
+    """Load ``path`` and run ``evaluate_fn(dsn, conversations, embedder, path=…, **options)``
+    in a scratch database on ``server_dsn``'s server, dropped afterwards (unless ``keep``);
+    the report's ``total_seconds`` counts the database's creation too."""
     conversations = load_locomo(path, limit=limit_conversations)
     started = time.perf_counter()
     with scratch_database(server_dsn, database, keep=keep) as dsn:
-        report = evaluate(dsn, conversations, embedder, path=str(path), **options)
+        report = evaluate_fn(dsn, conversations, embedder, path=str(path), **options)
     report.total_seconds = time.perf_counter() - started
     return report
+
+
+def run_locomo(server_dsn: str, path: Path | str, embedder: Embedder, **options: Any) -> Report:
+    """Load ``path``, evaluate it in a scratch database on ``server_dsn``'s server, drop it
+    (``database``, ``keep``, ``limit_conversations``: :func:`run_in_scratch`)."""
+    return run_in_scratch(evaluate, server_dsn, path, embedder, **options)

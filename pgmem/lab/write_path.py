@@ -335,19 +335,8 @@ def evaluate_write_path(
 
 
 def run_write_path(
-    server_dsn: str,
-    path: Path | str,
-    embedder: Embedder,
-    *,
-    database: str = ev.DEFAULT_DATABASE,
-    keep: bool = False,
-    limit_conversations: int | None = None,
-    **options: Any,
+    server_dsn: str, path: Path | str, embedder: Embedder, **options: Any
 ) -> WritePathReport:
-    """Load ``path``, measure it in a scratch database on ``server_dsn``'s server, drop it."""
-    conversations = ev.load_locomo(path, limit=limit_conversations)
-    started = time.perf_counter()
-    with ev.scratch_database(server_dsn, database, keep=keep) as dsn:
-        report = evaluate_write_path(dsn, conversations, embedder, path=str(path), **options)
-    report.total_seconds = time.perf_counter() - started
-    return report
+    """Load ``path``, measure it in a scratch database on ``server_dsn``'s server, drop it
+    (``database``, ``keep``, ``limit_conversations``: :func:`pgmem.lab.eval.run_in_scratch`)."""
+    return ev.run_in_scratch(evaluate_write_path, server_dsn, path, embedder, **options)

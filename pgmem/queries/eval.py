@@ -196,6 +196,12 @@ where a.attrelid = 'pgmem.settings'::regclass and a.attnum > 0 and not a.attisdr
 order by a.attnum
 """
 SETTINGS_OF_TENANT: Final = "select * from pgmem.settings where tenant_id = %(tenant)s"
+# The floor pgmem eval floor measures by default: the model's and the tenant's text floor.
+RELEVANCE_FLOOR: Final = """
+select pgmem.model_relevance_floor(%(model)s) as model_floor,
+       (select s.min_text_match from pgmem.settings as s
+        where s.tenant_id = %(tenant)s) as text_floor
+"""
 ANALYZE_TURNS: Final = "analyze _eval_turns"
 ANALYZE_MEMORIES_AND_LINKS: Final = "analyze pgmem.memories, pgmem.memory_links"
 UPDATE_SETTINGS: Final = sql.SQL(
