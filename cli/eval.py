@@ -5,10 +5,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Protocol, TypeVar
 
 import psycopg
 import typer
@@ -85,6 +85,31 @@ def _locomo_errors() -> Iterator[None]:
         ) from None
 
 
+class _Report(Protocol):
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+_R = TypeVar("_R", bound=_Report)
+
+
+def _measure_locomo(
+    run: Callable[..., _R],
+    show: Callable[[_R], None],
+    path: Path,
+    dsn: str | None,
+    as_json: bool,
+    **options: Any,
+) -> None:
+    """One LoCoMo measurement, ``run(server, path, embedder, progress=…, **options)``,
+    printed by ``show`` or as JSON; a run that cannot go as asked ends with its reason."""
+    with database_errors(dsn), steps(quiet=as_json) as progress, _locomo_errors():
+        report = run(dsn_for(dsn), path, embedder_from_env(), progress=progress, **options)
+    if as_json:
+        print_json(report.as_dict())
+        return
+    show(report)
+
+
 @app.command()
 def locomo(
     path: Annotated[
@@ -153,28 +178,20 @@ def locomo(
             )
         _write_path(path, dsn, settings, limit_conversations, database, keep, as_json)
         return
-    chosen = _parse_modes(modes or [])
-    overrides = _parse_settings(settings or [])
-    server = dsn_for(dsn)
-
-    with database_errors(dsn), steps(quiet=as_json) as progress, _locomo_errors():
-        report = evaluation.run_locomo(
-            server,
-            path,
-            embedder_from_env(),
-            database=database,
-            keep=keep,
-            limit_conversations=limit_conversations,
-            modes=chosen,
-            settings=overrides,
-            captions=captions,
-            links=links,
-            progress=progress,
-        )
-    if as_json:
-        print_json(report.as_dict())
-        return
-    print_report(report)
+    _measure_locomo(
+        evaluation.run_locomo,
+        print_report,
+        path,
+        dsn,
+        as_json,
+        database=database,
+        keep=keep,
+        limit_conversations=limit_conversations,
+        modes=_parse_modes(modes or []),
+        settings=_parse_settings(settings or []),
+        captions=captions,
+        links=links,
+    )
 
 
 def _write_path(
@@ -186,22 +203,17 @@ def _write_path(
     keep: bool,
     as_json: bool,
 ) -> None:
-    overrides = _parse_settings(settings or [])
-    with database_errors(dsn), steps(quiet=as_json) as progress, _locomo_errors():
-        report = write_path_eval.run_write_path(
-            dsn_for(dsn),
-            path,
-            embedder_from_env(),
-            database=database,
-            keep=keep,
-            limit_conversations=limit_conversations,
-            settings=overrides,
-            progress=progress,
-        )
-    if as_json:
-        print_json(report.as_dict())
-        return
-    print_write_path_report(report)
+    _measure_locomo(
+        write_path_eval.run_write_path,
+        print_write_path_report,
+        path,
+        dsn,
+        as_json,
+        database=database,
+        keep=keep,
+        limit_conversations=limit_conversations,
+        settings=_parse_settings(settings or []),
+    )
 
 
 @app.command()
@@ -361,22 +373,18 @@ def floor(
     floor off and on, on each conversation's first (dev) and second (frozen) half of
     questions. See docs/eval.md, "Relevance floor".
     """
-    with database_errors(dsn), steps(quiet=as_json) as progress, _locomo_errors():
-        report = floor_eval.run_floor(
-            dsn_for(dsn),
-            path,
-            embedder_from_env(),
-            database=database,
-            keep=keep,
-            limit_conversations=limit_conversations,
-            min_similarity=min_similarity,
-            min_text_match=min_text_match,
-            progress=progress,
-        )
-    if as_json:
-        print_json(report.as_dict())
-        return
-    print_floor_report(report)
+    _measure_locomo(
+        floor_eval.run_floor,
+        print_floor_report,
+        path,
+        dsn,
+        as_json,
+        database=database,
+        keep=keep,
+        limit_conversations=limit_conversations,
+        min_similarity=min_similarity,
+        min_text_match=min_text_match,
+    )
 
 
 def print_report(report: evaluation.Report) -> None:
