@@ -19,7 +19,15 @@ pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
 from conftest import Db, Tenant
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, PutOp, SearchOp
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchOp,
+)
 from langgraph.store.memory import InMemoryStore
 
 from pgmem import Memory
@@ -134,6 +142,35 @@ def test_items_carry_timestamps_and_validate_namespaces(pgmem_store: PgmemStore)
         pgmem_store.get((), "k")
     with pytest.raises(NotImplementedError):
         pgmem_store.put(("a",), "t", {"content": "x"}, ttl=5)
+
+
+@pytest.mark.parametrize("namespace", [("a.b",), ("a", ""), ("a", 1)])
+def test_a_batch_with_a_label_that_could_reach_another_namespace_runs_nothing(
+    pgmem_store: PgmemStore, namespace: tuple[Any, ...]
+) -> None:
+    """Ops given to batch skip BaseStore's checks; ("a.b",) joins to the subject of
+    ("a", "b"), which must stay out of reach, and nothing of the batch may run."""
+    pgmem_store.put(("a", "b"), "k", {"content": "original"})
+    for op in (
+        GetOp(namespace, "k"),
+        PutOp(namespace, "k", {"content": "changed"}),
+        PutOp(namespace, "k", None),
+        SearchOp(namespace),
+        ListNamespacesOp((MatchCondition("prefix", namespace),)),
+        ListNamespacesOp((MatchCondition("suffix", namespace),)),
+    ):
+        with pytest.raises(InvalidNamespaceError):
+            pgmem_store.batch([PutOp(("valid",), "k", {"content": "x"}), op])
+        with pytest.raises(InvalidNamespaceError):
+            asyncio.run(pgmem_store.abatch([op]))
+    item = pgmem_store.get(("a", "b"), "k")
+    assert item is not None and item.value == {"content": "original"}
+    assert pgmem_store.get(("valid",), "k") is None
+    # An empty search prefix and listing wildcards stay allowed.
+    found, listed = pgmem_store.batch(
+        [SearchOp(()), ListNamespacesOp((MatchCondition("prefix", ("a", "*")),))]
+    )
+    assert [i.namespace for i in found] == [("a", "b")] and listed == [("a", "b")]
 
 
 def test_same_content_is_one_memory_with_both_keys(pgmem_store: PgmemStore) -> None:

@@ -71,7 +71,7 @@ from pgmem.client import Memory
 from pgmem.queries import integrations as queries
 from pgmem.rows import Connection, Row, fetch_all
 
-__all__ = ["PgmemStore", "namespace_of", "seal", "subject_of", "unseal"]
+__all__ = ["PgmemStore", "check_op", "namespace_of", "seal", "subject_of", "unseal"]
 
 KEYS = "langgraph_keys"  # metadata: the store keys a memory holds, sealed
 VALUES = "langgraph_values"  # metadata: sealed key -> the value put under it
@@ -109,16 +109,34 @@ def unseal(stored: str) -> str:
     return bytes(_NIBBLES.index(hi) * 16 + _NIBBLES.index(lo) for hi, lo in pairs).decode("utf-8")
 
 
-def subject_of(namespace: Sequence[str]) -> str:
-    """The pgmem subject of a LangGraph namespace: its labels joined with '.'."""
-    if not namespace:
-        raise InvalidNamespaceError("Namespace cannot be empty.")
-    for label in namespace:
+def _check_labels(labels: Sequence[object]) -> None:
+    for label in labels:
         if not isinstance(label, str) or not label or SEPARATOR in label:
             raise InvalidNamespaceError(
                 f"Namespace labels must be non-empty strings without '.', not {label!r}"
             )
+
+
+def subject_of(namespace: Sequence[str]) -> str:
+    """The pgmem subject of a LangGraph namespace: its labels joined with '.'."""
+    if not namespace:
+        raise InvalidNamespaceError("Namespace cannot be empty.")
+    _check_labels(namespace)
     return SEPARATOR.join(namespace)
+
+
+def check_op(op: Op) -> None:
+    """InvalidNamespaceError for an op whose namespace labels could address another
+    namespace once joined ('.' inside a label, an empty or non-string label): ops given
+    to :meth:`PgmemStore.batch` directly have not been through BaseStore's checks.
+    A search may name no prefix, and a listing's labels may be the wildcard '*'."""
+    if isinstance(op, (GetOp, PutOp)):
+        subject_of(op.namespace)
+    elif isinstance(op, SearchOp):
+        _check_labels(op.namespace_prefix)
+    elif isinstance(op, ListNamespacesOp):
+        for condition in op.match_conditions or ():
+            _check_labels([label for label in condition.path if label != "*"])
 
 
 def namespace_of(subject: str) -> tuple[str, ...]:
@@ -154,6 +172,8 @@ class PgmemStore(BaseStore):
         seeing the store as it was before the batch, then the writes, the last
         :class:`PutOp` of a (namespace, key) winning."""
         ops = list(ops)
+        for op in ops:  # the whole batch is refused before any SQL runs
+            check_op(op)
         results: list[Result] = [None] * len(ops)
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
         with self._lock, self.memory.transaction() as conn:
