@@ -87,6 +87,10 @@ POOL_SIZE = 4
 # worker functions' (65_embed_merge.sql).
 NOT_FOUND_SQLSTATES = frozenset({"PM022", "PM030", "PM060"})
 
+# Bytes of the largest text of an add from which its size is checked against the
+# tenant's max_content_bytes before it is embedded.
+EARLY_SIZE_CHECK = 4096
+
 # Memories per pgmem.remember_many call when importing: large enough that the
 # set-based insert of plainly new items dominates, small enough that a progress bar
 # moves and a bad record is reported close to where it is.
@@ -432,8 +436,14 @@ class Memory:
         skipped = ingest.unstored(messages, planned, self.episode_roles)
         if not planned:
             return Results(skipped)
-        # Relative dates resolved before anything is embedded or stored.
+        # Relative dates resolved, and a text over the tenant's size limit refused,
+        # before anything is embedded or stored (a large text takes the embedder
+        # seconds). Texts of a few KB are left to the write's own check: asking
+        # for every one would cost each add a statement.
+        largest = max((len(t.encode("utf-8")) for t in ingest.stored_texts(planned)), default=0)
         with self.transaction(conn) as c:
+            if largest > EARLY_SIZE_CHECK:
+                fetch_all(c, queries.CHECK_CONTENT_SIZE, {"bytes": largest})
             planned = ingest.resolve_times_of(c, user_id, planned, occurred_at)
         # Models run before the transaction opens: no lock waits on them.
         vectors, degraded = self._vectors(ingest.stored_texts(planned))
@@ -456,6 +466,11 @@ class Memory:
             row.update(content=p.content, kind=p.kind)
             if p.rejected is not None:
                 row["reason"] = p.rejected
+            elif row["action"] == "rejected":
+                # Refused by the safety rules in SQL: which one, for the caller.
+                with self._call(conn) as c:
+                    rule = fetch_one(c, queries.INJECTION_RULE, {"content": p.content})["rule"]
+                row["reason"] = f"prompt injection ({rule})" if rule else "prompt injection"
             if p.source == ingest.TURN:
                 row["episode"] = True
             results.append(row)

@@ -27,6 +27,7 @@ __all__ = [
     "BIND_TENANT_SESSION",
     "CANCEL_REEMBED",
     "CAPACITY_USAGE",
+    "CHECK_CONTENT_SIZE",
     "CONTEXT",
     "COUNT_EXPORT",
     "ENQUEUE",
@@ -35,6 +36,7 @@ __all__ = [
     "FORGET",
     "GET_MEMORY",
     "HISTORY",
+    "INJECTION_RULE",
     "LIST_MEMORIES",
     "MEMORY_STATS",
     "PIN",
@@ -205,6 +207,15 @@ where s.tenant_id in ((select pgmem._require_tenant()), '_default')
 order by s.tenant_id = '_default'
 limit 1
 """
+
+# The size limit checked before texts are embedded: PM012 as the write would raise it.
+CHECK_CONTENT_SIZE: Final = """
+select pgmem._check_memory_content(
+    %(bytes)s, (pgmem._byte_limits(pgmem._require_tenant())).max_content_bytes, null)
+"""
+
+# Which injection rule a text breaks, for a rejected write's reason.
+INJECTION_RULE: Final = "select pgmem.detect_injection(%(content)s) as rule"
 
 SET_TIME_ZONE: Final = "select pgmem.set_time_zone(%(subject)s, %(time_zone)s) as time_zone"
 
