@@ -34,8 +34,8 @@ row-level-security tenant isolation. How the store's model maps onto memories:
   (vector + full text, importance, recency; returned memories are reinforced) and
   ``SearchItem.score`` is recall's score. Without one, items come newest first.
   ``filter`` (exact values and ``$eq``/``$ne``/``$gt``/``$gte``/``$lt``/``$lte``) is
-  applied to the stored values, among the best ``FILTER_WINDOW`` memories per
-  namespace.
+  applied to the stored values: of every item without a query, of the best
+  ``RECALL_K_MAX`` memories per namespace with one. A query is never read as a time.
 - Per-item ``index`` settings are accepted and ignored (every memory is searchable);
   TTLs are not supported (``supports_ttl = False``): pgmem's decay and archival
   handle ageing.
@@ -80,9 +80,11 @@ ITEMS_ONLY: Mapping[str, Any] = {KEYS: []}
 # A memory the worker merged into a near-duplicate keeps its keys and values: its
 # items stay readable until they are put or deleted again.
 LIVE = ("active", "merged")
-# Candidates per namespace when a filter or an offset thins the ranked hits out;
-# pgmem.recall accepts k up to 1000.
-FILTER_WINDOW = 200
+# The most hits pgmem.recall ranks for one query (its k): a search with a query and
+# a filter finds matching items among that many of each namespace.
+RECALL_K_MAX = 1000
+# Item memories read per statement when a search without a query lists them.
+PAGE = 500
 SEPARATOR = "."  # LangGraph refuses '.' inside a namespace label
 # pgmem.update_memory: the new content duplicates another active memory (README).
 PM_UPDATE_DUPLICATE = "PM051"
@@ -301,19 +303,20 @@ class PgmemStore(BaseStore):
 
     def _search(self, conn: Connection, op: SearchOp) -> list[SearchItem]:
         wanted = op.offset + op.limit
-        window = wanted if op.query and not op.filter else max(wanted, FILTER_WINDOW)
         found: list[tuple[float, datetime, int, SearchItem]] = []
         for subject in self._subjects(conn, op.namespace_prefix):
             namespace = namespace_of(subject)
             rows: list[dict[str, Any]]
             if op.query:
+                # A query is words to rank by, not a time to recall within: "what
+                # happened in 1999?" must not become a valid-time window. A filter
+                # thins the ranked hits out: then as many as recall ranks.
+                k = RECALL_K_MAX if op.filter else min(wanted, RECALL_K_MAX)
                 rows = self.memory.search(
-                    op.query, subject, min(window, 1000), filters=ITEMS_ONLY, conn=conn
+                    op.query, subject, k, filters=ITEMS_ONLY, parse_time=False, conn=conn
                 )
             else:
-                rows = self.memory.get_all(
-                    subject, filters=ITEMS_ONLY, status=LIVE, limit=window, conn=conn
-                )
+                rows = self._items_of(conn, subject, wanted if not op.filter else None)
             for row in rows:
                 for key in row["metadata"].get(KEYS, []):
                     item = _item(row, key, namespace, score=row.get("score"))
@@ -325,6 +328,19 @@ class PgmemStore(BaseStore):
         # LangGraph's PostgresStore lists them.
         found.sort(key=lambda t: (t[0], t[1], t[2]), reverse=True)
         return [t[3] for t in found[op.offset : op.offset + op.limit]]
+
+    def _items_of(self, conn: Connection, subject: str, wanted: int | None) -> list[Row]:
+        """The subject's item memories newest first: the first ``wanted``, or (None,
+        as a filter needs) all of them, a page at a time."""
+        rows: list[Row] = []
+        while wanted is None or len(rows) < wanted:
+            page = self.memory.get_all(
+                subject, filters=ITEMS_ONLY, status=LIVE, limit=PAGE, offset=len(rows), conn=conn
+            )
+            rows += page
+            if len(page) < PAGE:
+                break
+        return rows if wanted is None else rows[:wanted]
 
     def _list_namespaces(self, conn: Connection, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces: set[tuple[str, ...]] = set()
