@@ -528,6 +528,15 @@ class Memory:
                 fetch_one(c, queries.PIN, {"memory_id": memory_id, "pinned": True})["changed"]
             )
 
+    def keep(self, memory_id: int, kept: bool = True, *, conn: Connection | None = None) -> bool:
+        """Keep a memory as application state (``kept=False`` lets it go): it never
+        decays, is never archived, expired or evicted, and is not in the core profile
+        (``pgmem.keep``). False if nothing changed."""
+        with _not_found(memory_id), self._call(conn) as c:
+            return bool(
+                fetch_one(c, queries.KEEP, {"memory_id": memory_id, "kept": kept})["changed"]
+            )
+
     def unpin(self, memory_id: int, *, conn: Connection | None = None) -> bool:
         """Unpin a memory. False if it was not pinned."""
         with _not_found(memory_id), self._call(conn) as c:

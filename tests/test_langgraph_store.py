@@ -420,3 +420,22 @@ def test_a_filter_reaches_every_item_not_only_the_newest(pgmem_store: PgmemStore
     assert len(page) == 20 and all(item.value["tag"] == "x" for item in page)
     everything = pgmem_store.search(("a",), filter={"tag": "x"}, limit=1000)
     assert sorted(item.key for item in everything) == sorted(f"m{i}" for i in range(150))
+
+
+def test_items_are_state_that_maintenance_leaves_alone(
+    db: Db, new_tenant: Callable[[], Tenant]
+) -> None:
+    """A store is key-value: years of decay, archival and a small cap must not make an
+    item vanish, nor its items push the subject's own memories out."""
+    tenant = new_tenant()
+    store = PgmemStore(Memory(conn=tenant.conn, embedder=False, llm=False))
+    for i in range(5):
+        store.put(("alice",), f"k{i}", {"content": f"setting number {i}", "low": True})
+    db.admin.execute(
+        "update pgmem.settings set capacity_per_subject = 3 where tenant_id = %s", (tenant.name,)
+    )
+    later = "now() + interval '10 years'"
+    for job in ("decay", "archive", "enforce_capacity"):
+        db.admin.execute(f"select * from pgmem.{job}({later}, %s)", (tenant.name,))
+    assert [store.get(("alice",), f"k{i}") is not None for i in range(5)] == [True] * 5
+    assert len(store.search(("alice",))) == 5

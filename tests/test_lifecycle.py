@@ -367,6 +367,48 @@ def test_capacity_never_evicts_pinned(admin: psycopg.Connection, tenant: str) ->
     assert status_of(admin, *pinned) == ["active"] * 3
 
 
+def test_kept_memories_are_application_state_maintenance_leaves_alone(
+    admin: psycopg.Connection, tenant: str
+) -> None:
+    """pgmem.keep: never decayed, archived, expired or evicted, and outside the cap, so
+    that kept state cannot push the subject's other memories out either."""
+    admin.execute(
+        "update pgmem.settings set capacity_per_subject = 2 where tenant_id = %s", (tenant,)
+    )
+    kept = [add_memory(admin, tenant, f"state {i}", importance=0.01) for i in range(3)]
+    kept.append(add_memory(admin, tenant, "expiring state", kind="semantic", expires_at=T0 + DAY))
+    plain = [
+        add_memory(admin, tenant, f"fact {i}", kind="semantic", importance=0.9) for i in (1, 2)
+    ]
+    admin.execute("select pgmem.set_tenant(%s, false)", (tenant,))  # pgmem.keep acts for it
+    for memory_id in kept:
+        assert admin.execute("select pgmem.keep(%s)", (memory_id,)).fetchone() == (True,)
+    assert admin.execute("select pgmem.keep(%s)", (kept[0],)).fetchone() == (False,)
+    later = T0 + 400 * DAY
+    admin.execute("select pgmem.decay(%s)", (later,))
+    assert memory(admin, kept[0])["effective_importance"] in (None, pytest.approx(0.01))
+    assert admin.execute("select * from pgmem.archive(%s)", (later,)).fetchone() == (2, 0)
+    assert status_of(admin, *kept) == ["active"] * 4
+    assert status_of(admin, *plain) == ["archived"] * 2
+    # Two archived facts at a cap of two: nothing over it, the kept rows do not count.
+    assert admin.execute("select * from pgmem.enforce_capacity(%s)", (later,)).fetchone() == (
+        0,
+        0,
+        0,
+    )
+    assert status_of(admin, *kept) == ["active"] * 4
+    # Let go, it is a memory like any other again.
+    assert admin.execute("select pgmem.keep(%s, false)", (kept[0],)).fetchone() == (True,)
+    assert admin.execute("select * from pgmem.archive(%s)", (later,)).fetchone() == (1, 0)
+    events = admin.execute(
+        "select event from pgmem.memory_events where memory_id = %s order by event_id", (kept[0],)
+    ).fetchall()
+    assert [e for (e,) in events] == ["keep", "unkeep", "archive"]
+    with pytest.raises(psycopg.Error) as info:
+        admin.execute("select pgmem.keep(%s)", (-1,))
+    assert info.value.sqlstate == "PM022"
+
+
 # -- purge --------------------------------------------------------------------
 
 

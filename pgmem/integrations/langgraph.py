@@ -36,9 +36,10 @@ row-level-security tenant isolation. How the store's model maps onto memories:
   ``filter`` (exact values and ``$eq``/``$ne``/``$gt``/``$gte``/``$lt``/``$lte``) is
   applied to the stored values: of every item without a query, of the best
   ``RECALL_K_MAX`` memories per namespace with one. A query is never read as a time.
+- **State.** An item's memory is kept (``pgmem.keep``): decay, archival and the
+  capacity cap leave it alone, as a key-value store must.
 - Per-item ``index`` settings are accepted and ignored (every memory is searchable);
-  TTLs are not supported (``supports_ttl = False``): pgmem's decay and archival
-  handle ageing.
+  TTLs are not supported (``supports_ttl = False``).
 
 Every operation of a :meth:`PgmemStore.batch` runs in one transaction.
 """
@@ -283,6 +284,8 @@ class PgmemStore(BaseStore):
         )[0]
         if result["action"] == "rejected":
             raise ValueError(f"pgmem refused the value of {unseal(key)!r}: {result.get('reason')}")
+        # An item is the graph's state: maintenance never decays, archives or evicts it.
+        self.memory.keep(result["memory_id"], conn=conn)
         if result["action"] in ("inserted", "merge_pending"):
             return
         # reinforced / deduplicated: the subject holds this content already; the key

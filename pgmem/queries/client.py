@@ -37,6 +37,7 @@ __all__ = [
     "GET_MEMORY",
     "HISTORY",
     "INJECTION_RULE",
+    "KEEP",
     "LIST_MEMORIES",
     "MEMORY_STATS",
     "PIN",
@@ -136,6 +137,7 @@ from pgmem.update_memory(
 FORGET: Final = "select pgmem.forget(%(memory_id)s) as changed"
 
 PIN: Final = "select pgmem.pin(%(memory_id)s, %(pinned)s) as changed"
+KEEP: Final = "select pgmem.keep(%(memory_id)s, %(kept)s) as changed"
 
 ERASE_SUBJECT: Final = "select pgmem.erase_subject(%(subject)s) as memories"
 

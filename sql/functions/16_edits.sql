@@ -264,6 +264,36 @@ $$;
 comment on function pgmem.pin(bigint, boolean, timestamptz) is
     'Pins a memory (p_pinned => false unpins): pinned memories never decay, are never archived or evicted. Returns false if nothing changed; PM022 for an id this tenant does not have.';
 
+create or replace function pgmem.keep(p_memory_id bigint, p_kept boolean default true, p_now timestamptz default null)
+returns boolean
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_now timestamptz := coalesce(p_now, pg_catalog.now());
+    v_row pgmem.memories := pgmem._memory_for_update(p_memory_id, 'pgmem.keep');
+begin
+    if p_kept is null then
+        raise exception 'p_kept must be true or false'
+            using errcode = 'null_value_not_allowed', hint = 'pgmem.keep(id, false) lets maintenance have it again.';
+    end if;
+    if v_row.kept = p_kept then
+        return false;
+    end if;
+    update pgmem.memories as m
+    set kept = p_kept, updated_at = v_now
+    where m.tenant_id = v_row.tenant_id and m.memory_id = v_row.memory_id;
+    insert into pgmem.memory_events (tenant_id, memory_id, subject, event, created_at)
+    values (v_row.tenant_id, v_row.memory_id, v_row.subject, case when p_kept then 'keep' else 'unkeep' end, v_now);
+    return true;
+end
+$$;
+
+comment on function pgmem.keep(bigint, boolean, timestamptz) is
+    'Keeps a memory as application state (p_kept => false lets it go): a kept memory never decays, is never archived, expired or evicted, and does not count towards capacity_per_subject; unlike a pinned one it is not in the core profile. The LangGraph store keeps its items. Returns false if nothing changed; PM022 for an id this tenant does not have.';
+
 create or replace function pgmem.unpin(p_memory_id bigint, p_now timestamptz default null)
 returns boolean
 language sql

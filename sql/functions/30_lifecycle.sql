@@ -197,17 +197,18 @@ begin
     -- _decay_step() are written: most rows are left alone on most runs. No
     -- row means "not decayed yet", i.e. the importance itself, so fresh
     -- memories are not written until they have decayed by a step. Pinned
-    -- memories do not decay: their effective importance is their importance
-    -- (reset here if they were pinned after decaying). The memories are not
-    -- locked: a value computed from a row an edit is changing meanwhile is
-    -- off by that edit until the next run, which corrects it.
+    -- and kept memories do not decay: their effective importance is their
+    -- importance (reset here if they were pinned or kept after decaying).
+    -- The memories are not locked: a value computed from a row an edit is
+    -- changing meanwhile is off by that edit until the next run, which
+    -- corrects it.
     insert into pgmem.memory_decay as d (tenant_id, memory_id, effective_importance, decayed_at)
     select m.tenant_id, m.memory_id, v.value, p_now
     from pgmem.memories as m
     join pgmem.settings as p on p.tenant_id = m.tenant_id
     left join pgmem.memory_decay as o on o.tenant_id = m.tenant_id and o.memory_id = m.memory_id
     cross join lateral (
-        select case when m.pinned then m.importance
+        select case when m.pinned or m.kept then m.importance
                     else pgmem._decayed(m.importance, pgmem._decay_rate(m.kind, p.half_life_preference, p.half_life_semantic,
                                              p.half_life_episodic, p.half_life_procedural),
                            m.last_accessed_at, p_now)
@@ -216,7 +217,7 @@ begin
     where m.status = 'active'
       and (v_tenant is null or m.tenant_id = v_tenant)
       and (pg_catalog.abs(coalesce(o.effective_importance, m.importance) - v.value) >= pgmem._decay_step()
-           or (m.pinned and o.effective_importance <> m.importance))
+           or ((m.pinned or m.kept) and o.effective_importance <> m.importance))
     on conflict (tenant_id, memory_id) do update
     set effective_importance = excluded.effective_importance, decayed_at = excluded.decayed_at;
     get diagnostics v_updated = row_count;
@@ -225,7 +226,7 @@ end
 $$;
 
 comment on function pgmem.decay(timestamptz, text) is
-    'Decays effective importance of active memories into pgmem.memory_decay: importance · exp(−λ·time since last access), λ = ln 2 / half_life_<kind> from the tenant''s settings; pinned memories keep their importance. Writes only values that change by ≥ 0.01 (no row counts as the undecayed importance), never the memories themselves; returns how many. p_tenant (BYPASSRLS roles) limits it to one tenant.';
+    'Decays effective importance of active memories into pgmem.memory_decay: importance · exp(−λ·time since last access), λ = ln 2 / half_life_<kind> from the tenant''s settings; pinned and kept memories keep their importance. Writes only values that change by ≥ 0.01 (no row counts as the undecayed importance), never the memories themselves; returns how many. p_tenant (BYPASSRLS roles) limits it to one tenant.';
 
 create or replace function pgmem.archive(
     p_now timestamptz default pg_catalog.now(),
@@ -242,7 +243,8 @@ declare
     v_tenant text := pgmem._maintenance_scope(p_tenant);
 begin
     -- The score is computed here at p_now, so archival is exact whether or
-    -- not decay ran first. Pinned memories are never archived, expired or not.
+    -- not decay ran first. Pinned and kept memories are never archived,
+    -- expired or not.
     with due as (
         select m.tenant_id, m.memory_id, m.subject, v.score, p.archive_threshold,
                m.expires_at is not null and m.expires_at <= p_now as is_expired
@@ -254,7 +256,7 @@ begin
                                m.last_accessed_at, p_now) as score
         ) as v
         where m.status = 'active'
-          and not m.pinned
+          and not m.pinned and not m.kept
           and (v_tenant is null or m.tenant_id = v_tenant)
           and (v.score < p.archive_threshold or m.expires_at <= p_now)
         for no key update of m skip locked
@@ -290,7 +292,7 @@ end
 $$;
 
 comment on function pgmem.archive(timestamptz, text) is
-    'Archives active, unpinned memories whose decayed importance is below the tenant''s archive_threshold (weak) or whose expires_at has passed (expired): out of recall, still stored, restorable until purge. Logs an archive event per memory; returns both counts.';
+    'Archives active memories, neither pinned nor kept, whose decayed importance is below the tenant''s archive_threshold (weak) or whose expires_at has passed (expired): out of recall, still stored, restorable until purge. Logs an archive event per memory; returns both counts.';
 
 create or replace function pgmem.enforce_capacity(
     p_now timestamptz default pg_catalog.now(),
@@ -315,12 +317,13 @@ begin
     -- archived first (oldest archival first), then active ones that were
     -- never recalled before recalled ones, lowest decayed importance (which
     -- folds age and importance together) first. Pinned memories count
-    -- towards the cap but are never evicted.
+    -- towards the cap but are never evicted; kept ones (application state)
+    -- neither count nor go.
     with over_cap as (
         select m.tenant_id, m.subject, pg_catalog.count(*) - s.capacity_per_subject as excess
         from pgmem.memories as m
         join pgmem.settings as s on s.tenant_id = m.tenant_id
-        where m.status in ('active', 'archived')
+        where m.status in ('active', 'archived') and not m.kept
           and (v_tenant is null or m.tenant_id = v_tenant)
         group by m.tenant_id, m.subject, s.capacity_per_subject
         having pg_catalog.count(*) > s.capacity_per_subject
@@ -339,7 +342,7 @@ begin
         from over_cap as o
         join pgmem.memories as m on m.tenant_id = o.tenant_id and m.subject = o.subject
         join pgmem.settings as p on p.tenant_id = m.tenant_id
-        where m.status in ('active', 'archived') and not m.pinned
+        where m.status in ('active', 'archived') and not m.pinned and not m.kept
           -- Implied by the join, but Citus routes a statement to one shard
           -- only when every scan of a distributed table names the tenant.
           and (v_tenant is null or m.tenant_id = v_tenant)
@@ -353,13 +356,13 @@ begin
     -- (window functions, aggregates). memory_id is an identity, unique across
     -- tenants (and across Citus nodes); tenant_id = any(...) lets the primary
     -- key find the rows. A row changed meanwhile is re-checked: only active
-    -- or archived, unpinned rows are evicted.
+    -- or archived rows, neither pinned nor kept, are evicted.
     with due as (
         select m.tenant_id, m.memory_id, m.subject, m.status as old_status
         from pgmem.memories as m
         where m.tenant_id = any (v_tenants) and m.memory_id = any (v_ids)
           and (v_tenant is null or m.tenant_id = v_tenant)
-          and m.status in ('active', 'archived') and not m.pinned
+          and m.status in ('active', 'archived') and not m.pinned and not m.kept
         for no key update of m skip locked
     ),
     evicted as (
@@ -384,7 +387,7 @@ end
 $$;
 
 comment on function pgmem.enforce_capacity(timestamptz, text) is
-    'Per-subject hard cap (settings.capacity_per_subject, default 2000 active + archived memories): evicts the excess — archived first, then never-recalled before recalled, lowest decayed importance first; never pinned. Evicted memories become deleted (purged after the grace) with an evict event. Returns subjects trimmed and evictions by former status.';
+    'Per-subject hard cap (settings.capacity_per_subject, default 2000 active + archived memories): evicts the excess — archived first, then never-recalled before recalled, lowest decayed importance first; never pinned, and kept memories neither count nor go. Evicted memories become deleted (purged after the grace) with an evict event. Returns subjects trimmed and evictions by former status.';
 
 create or replace function pgmem.purge(
     p_now timestamptz default pg_catalog.now(),
