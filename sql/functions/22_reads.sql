@@ -5,7 +5,10 @@
 -- Each names the tenant (m.tenant_id = pgmem._require_tenant()): a
 -- superuser or pgmem_admin bypasses RLS, so without it a service session
 -- bound with pgmem.set_tenant would read every tenant's rows; with no
--- tenant bound they fail with PM001. NULL filters mean "any".
+-- tenant bound they fail with PM001. NULL filters mean "any". The
+-- filters are written out in each function rather than shared through a
+-- helper: a function call in the WHERE clause would hide them from the
+-- planner (no index on subject or status) and from Citus's routing.
 
 create or replace function pgmem.get_memory(p_memory_id bigint)
 returns table (
