@@ -234,7 +234,8 @@ $$;
 comment on function pgmem.forget(bigint, timestamptz) is
     'Soft-deletes a memory (status deleted; recall no longer returns it, history keeps it until purge scrubs it), and with it the stated turn it was extracted from or the facts extracted from it (derived_from links), each with its own delete event; their texts'' copies in the subject''s session turns, extractive summaries and inbox turn jobs become [forgotten]. Returns false if it was deleted already; PM022 for an id this tenant does not have. To remove data for good use pgmem.erase_subject.';
 
-create or replace function pgmem.pin(p_memory_id bigint, p_pinned boolean default true, p_now timestamptz default null)
+-- Pinning and keeping are one flag each on the memory, set the same way.
+create or replace function pgmem._mark(p_memory_id bigint, p_mark text, p_on boolean, p_now timestamptz)
 returns boolean
 language plpgsql
 volatile
@@ -243,21 +244,41 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_now timestamptz := coalesce(p_now, pg_catalog.now());
-    v_row pgmem.memories := pgmem._memory_for_update(p_memory_id, 'pgmem.pin');
+    v_row pgmem.memories := pgmem._memory_for_update(p_memory_id, 'pgmem.' || p_mark);
 begin
-    if p_pinned is null then
-        raise exception 'p_pinned must be true or false'
-            using errcode = 'null_value_not_allowed', hint = 'pgmem.unpin(id) unpins.';
+    if p_on is null then
+        raise exception '% must be true or false', case p_mark when 'pin' then 'p_pinned' else 'p_kept' end
+            using errcode = 'null_value_not_allowed',
+                  hint = case p_mark when 'pin' then 'pgmem.unpin(id) unpins.'
+                         else 'pgmem.keep(id, false) lets maintenance have it again.' end;
     end if;
-    if v_row.pinned = p_pinned then
+    if (case p_mark when 'pin' then v_row.pinned else v_row.kept end) = p_on then
         return false;
     end if;
     update pgmem.memories as m
-    set pinned = p_pinned, updated_at = v_now
+    set pinned = case when p_mark = 'pin' then p_on else m.pinned end,
+        kept = case when p_mark = 'keep' then p_on else m.kept end,
+        updated_at = v_now
     where m.tenant_id = v_row.tenant_id and m.memory_id = v_row.memory_id;
     insert into pgmem.memory_events (tenant_id, memory_id, subject, event, created_at)
-    values (v_row.tenant_id, v_row.memory_id, v_row.subject, case when p_pinned then 'pin' else 'unpin' end, v_now);
+    values (v_row.tenant_id, v_row.memory_id, v_row.subject, case when p_on then p_mark else 'un' || p_mark end,
+            v_now);
     return true;
+end
+$$;
+
+comment on function pgmem._mark(bigint, text, boolean, timestamptz) is
+    'Sets a memory''s pin (p_mark pin) or kept flag (keep) with its pin/unpin or keep/unkeep event; false if it was so already (internal: pgmem.pin, pgmem.keep).';
+
+create or replace function pgmem.pin(p_memory_id bigint, p_pinned boolean default true, p_now timestamptz default null)
+returns boolean
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    return pgmem._mark(p_memory_id, 'pin', p_pinned, p_now);
 end
 $$;
 
@@ -271,23 +292,8 @@ volatile
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-declare
-    v_now timestamptz := coalesce(p_now, pg_catalog.now());
-    v_row pgmem.memories := pgmem._memory_for_update(p_memory_id, 'pgmem.keep');
 begin
-    if p_kept is null then
-        raise exception 'p_kept must be true or false'
-            using errcode = 'null_value_not_allowed', hint = 'pgmem.keep(id, false) lets maintenance have it again.';
-    end if;
-    if v_row.kept = p_kept then
-        return false;
-    end if;
-    update pgmem.memories as m
-    set kept = p_kept, updated_at = v_now
-    where m.tenant_id = v_row.tenant_id and m.memory_id = v_row.memory_id;
-    insert into pgmem.memory_events (tenant_id, memory_id, subject, event, created_at)
-    values (v_row.tenant_id, v_row.memory_id, v_row.subject, case when p_kept then 'keep' else 'unkeep' end, v_now);
-    return true;
+    return pgmem._mark(p_memory_id, 'keep', p_kept, p_now);
 end
 $$;
 
