@@ -95,6 +95,13 @@ def other_connection(t: Tenant) -> psycopg.Connection:
     return psycopg.connect(t.dsn, autocommit=True)
 
 
+@pytest.fixture(autouse=True)
+def binding_on(db: Db) -> None:
+    """End-user binding is off by default; these tests turn it on for the module's
+    database (test_binding_is_off_until_an_administrator_turns_it_on checks the default)."""
+    db.admin.execute("select pgmem.enable_subject_binding()")
+
+
 @pytest.fixture
 def alice_and_bob(new_tenant: Callable[[], Tenant], db: Db) -> tuple[Tenant, list[int], list[int]]:
     t = new_tenant()
@@ -379,3 +386,31 @@ def test_the_python_client_on_a_bound_connection(
         assert info.value.sqlstate == "PM004"
         memory.add("I have a dog named Rex", user_id="alice")
         assert rows_of(conn, "memories", "alice") >= 3
+
+
+def test_binding_is_off_until_an_administrator_turns_it_on(
+    dsn: str, tenant_login: Callable[[str], psycopg.Connection]
+) -> None:
+    """A fresh database (the test's own clone, not the module's) has no binding
+    policies: nothing costs a statement, and bind_subject says how to turn it on."""
+    conn = tenant_login("acme")
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        assert admin.execute(
+            "select count(*) from pg_policies where policyname like 'subject_binding%'"
+        ).fetchone() == (0,)
+        with raises_sqlstate("PM005"):
+            conn.execute("select pgmem.bind_subject('alice')")
+        # Only administrators switch it.
+        with raises_sqlstate("42501"):
+            conn.execute("select pgmem.enable_subject_binding()")
+        admin.execute("select pgmem.enable_subject_binding()")
+        assert admin.execute(
+            "select count(*) from pg_policies where policyname like 'subject_binding%'"
+        ).fetchone() == (48,)
+        conn.execute("select pgmem.remember('bob', 'Bob owns a kayak')")
+        bind(conn, "alice")
+        assert rows_of(conn, "memories", "bob") == 0
+        # Off again: the policies go and so does every binding.
+        admin.execute("select pgmem.enable_subject_binding(false)")
+        assert conn.execute("select pgmem.bound_subject()").fetchone() == (None,)
+        assert rows_of(conn, "memories", "bob") == 1

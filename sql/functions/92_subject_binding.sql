@@ -8,7 +8,8 @@
 -- The binding is kept in an owner-only table keyed by the backend (its pid
 -- and start time), not in a setting: a setting can be changed by whoever
 -- holds the connection, a row in pgmem._subject_bindings cannot. Off by
--- default: an unbound connection sees the whole tenant, as before.
+-- default (pgmem.enable_subject_binding turns it on for a database); an
+-- unbound connection sees the whole tenant either way.
 
 create or replace function pgmem._backend_start()
 returns timestamptz
@@ -37,11 +38,19 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_row pgmem._subject_bindings;
+    v_start timestamptz;
 begin
     -- The unbound case, nearly every connection: one probe of a tiny index.
     select b.* into v_row from pgmem._subject_bindings as b where b.pid = pg_catalog.pg_backend_pid();
-    if v_row.pid is null or v_row.backend_start is distinct from pgmem._backend_start() then
-        return null;  -- none, or a dead backend's that had this pid
+    if v_row.pid is null then
+        return null;
+    end if;
+    -- A dead backend's row that had this pid binds nothing. When the start
+    -- cannot be read (pgmem_admin without pg_read_all_stats) the row holds:
+    -- in doubt, bound rather than open.
+    v_start := pgmem._backend_start();
+    if v_start is not null and v_row.backend_start is distinct from v_start then
+        return null;
     end if;
     return v_row;
 end
@@ -135,6 +144,17 @@ begin
         raise exception 'subject bindings are not available on Citus'
             using errcode = 'PM005',
                   hint = 'Policies run on the worker nodes, which do not see the coordinator''s backend.';
+    end if;
+    if not pgmem._subject_binding_enabled() then
+        raise exception 'end-user binding is off in this database'
+            using errcode = 'PM005',
+                  hint = 'An administrator turns it on with pgmem.enable_subject_binding(); its policies '
+                         'then cost every statement of every application role.';
+    end if;
+    if pgmem._backend_start() is null then
+        raise exception 'cannot tell this backend from a later one with its pid'
+            using errcode = 'PM005',
+                  hint = 'pgmem_admin needs pg_read_all_stats: run pgmem migrate as a superuser.';
     end if;
     -- Rows of backends that are gone, then this backend's row.
     delete from pgmem._subject_bindings as b
@@ -312,4 +332,54 @@ $$;
 comment on function pgmem._subject_binding_policies(boolean) is
     'Drops the subject_binding_* policies of the subject-bearing tables and, with p_create, creates them again: what enforces pgmem.bind_subject (internal; migrations, and pgmem.distribute, which drops them).';
 
-select pgmem._subject_binding_policies(not pgmem._distributed());
+create or replace function pgmem._subject_binding_enabled()
+returns boolean
+language sql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select exists (select from pg_catalog.pg_policies as p
+                   where p.schemaname = 'pgmem' and p.tablename = 'memories'
+                     and p.policyname = 'subject_binding_read')
+$$;
+
+comment on function pgmem._subject_binding_enabled() is
+    'Whether end-user binding is on in this database: its policies exist (internal; pgmem.enable_subject_binding).';
+
+-- Off by default: the policies cost every statement of every application
+-- role a look at the binding (on LoCoMo text at 10k memories, recall p95
+-- 6 ms without them, 20 ms with; docs/benchmarks.md), which a database that
+-- binds no end user should not pay.
+create or replace function pgmem.enable_subject_binding(p_on boolean default true)
+returns boolean
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_on is null then
+        raise exception 'p_on must be true or false' using errcode = 'null_value_not_allowed';
+    end if;
+    if p_on and pgmem._distributed() then
+        raise exception 'subject bindings are not available on Citus'
+            using errcode = 'PM005',
+                  hint = 'Policies run on the worker nodes, which do not see the coordinator''s backend.';
+    end if;
+    perform pgmem._subject_binding_policies(p_on);
+    if not p_on then
+        -- Off, no binding holds: neither the policies nor the functions' checks.
+        delete from pgmem._subject_bindings;
+    end if;
+    return p_on;
+end
+$$;
+
+comment on function pgmem.enable_subject_binding(boolean) is
+    'Turns end-user binding (pgmem.bind_subject) on for this database (p_on => false: off, and every binding is dropped): creates or drops its row-level security policies. Administrators only (the tables'' owner). Off by default: the policies cost every statement of every application role a look at the binding. PM005 on Citus.';
+
+-- The policies are created again from the definitions above when binding is
+-- on, so a migration brings them up to date; a database with binding off
+-- stays without them.
+select pgmem._subject_binding_policies(pgmem._subject_binding_enabled() and not pgmem._distributed());

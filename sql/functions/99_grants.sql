@@ -23,6 +23,8 @@ revoke execute on function
     pgmem.run_job(text, timestamptz, text),
     pgmem.maintain(timestamptz, text),
     pgmem.end_idle_transactions(text),
+    -- the policies of the whole database, for everyone.
+    pgmem.enable_subject_binding(boolean),
     pgmem.cron_plan(text, text, text, text, text, text, text),
     pgmem.schedule(text, text, text, text, text, text, text),
     pgmem.unschedule(),
