@@ -391,12 +391,14 @@ def test_the_python_client_on_a_bound_connection(
 def test_binding_is_off_until_an_administrator_turns_it_on(
     dsn: str, tenant_login: Callable[[str], psycopg.Connection]
 ) -> None:
-    """A fresh database (the test's own clone, not the module's) has no binding
-    policies: nothing costs a statement, and bind_subject says how to turn it on."""
+    """A fresh database (the test's own clone, not the module's) has policies that
+    check the tenant alone: nothing costs a statement, and bind_subject says how to
+    turn binding on."""
     conn = tenant_login("acme")
     with psycopg.connect(dsn, autocommit=True) as admin:
         assert admin.execute(
-            "select count(*) from pg_policies where policyname like 'subject_binding%'"
+            "select count(*) from pg_policies where qual like '%_bound_subjects%'"
+            " and policyname = 'tenant_isolation'"
         ).fetchone() == (0,)
         with raises_sqlstate("PM005"):
             conn.execute("select pgmem.bind_subject('alice')")
@@ -405,8 +407,9 @@ def test_binding_is_off_until_an_administrator_turns_it_on(
             conn.execute("select pgmem.enable_subject_binding()")
         admin.execute("select pgmem.enable_subject_binding()")
         assert admin.execute(
-            "select count(*) from pg_policies where policyname like 'subject_binding%'"
-        ).fetchone() == (48,)
+            "select count(*) from pg_policies where qual like '%_bound_subjects%'"
+            " and policyname = 'tenant_isolation'"
+        ).fetchone() == (12,)
         conn.execute("select pgmem.remember('bob', 'Bob owns a kayak')")
         bind(conn, "alice")
         assert rows_of(conn, "memories", "bob") == 0

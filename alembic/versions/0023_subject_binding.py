@@ -1,9 +1,10 @@
 """End-user binding: where a connection's binding to one end user is kept.
 
 pgmem.bind_subject (sql/functions/92_subject_binding.sql) records the
-backend (pid and start time), its tenant and its subject here; the
-subject_binding_* policies, created with the functions they call, read it. Owner-only: no application role may
-read or write it, so no connection can see or forge another's binding. No
+backend (pid and start time), its tenant and its subject here; once
+pgmem.enable_subject_binding narrows the tenant_isolation policies, they
+check it. Owner-only: no application role may read or write it, so no
+connection can see or forge another's binding. No
 foreign key to tenants: on Citus that would make it a Citus local table,
 and binding is refused there anyway.
 

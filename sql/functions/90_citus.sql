@@ -76,9 +76,6 @@ declare
     v_failed text[];
 begin
     perform pgmem._require_citus();
-    -- End-user binding is for a single node (92_subject_binding.sql): its
-    -- policies would run on the workers, which do not see this backend.
-    perform pgmem._subject_binding_policies(false);
     -- Foreign keys to reference tables added after a parallel shard operation
     -- in the same transaction are refused; one connection per node avoids it.
     perform pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
@@ -99,6 +96,13 @@ begin
     if pg_catalog.cardinality(v_failed) > 0 then
         raise exception 'could not update pgmem functions on the workers: %', v_failed[1]
             using errcode = 'PM091', hint = 'Check that every worker runs and has the vector extension.';
+    end if;
+    -- End-user binding is for a single node (92_subject_binding.sql): its
+    -- policy checks hold subqueries, and would run on the workers, which do
+    -- not see this backend. The tenant check alone stays. After the workers
+    -- are updated: altering a policy locks its table.
+    if pgmem._subject_binding_enabled() then
+        perform pgmem._subject_binding_policies(false);
     end if;
     -- Citus moves and splits shards (pgmem.move_tenant, rebalancing) over
     -- connections as the tables' owner, so pgmem_admin must be able to log in

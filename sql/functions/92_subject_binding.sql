@@ -278,13 +278,17 @@ $$;
 comment on function pgmem._subject_binding_check(text, boolean, text) is
     'The expression of a subject_binding policy of p_table: unbound, true; bound, the row''s subject (or its memory''s or task''s, through p_key) is one the connection reaches (pgmem._bound_subjects(p_shared)) (internal).';
 
--- The policies: restrictive, so they narrow tenant_isolation and never widen
--- it; for pgmem_app (tenant logins and pgmem_service members), not for
--- pgmem_readonly, whose DBAs inspect everything. The binding is read once a
--- statement (an initplan); unbound, the first arm is true and ends the test.
--- Rows without a subject of their own are reached through their memory or
--- task. Not on Citus: the policies would run on the workers, whose backends
--- are not the coordinator's (pgmem.distribute drops them).
+-- The binding narrows each subject-bearing table's tenant_isolation policy
+-- itself: reads see the bound subject and its shared subjects, writes only
+-- the bound subject; for pgmem_app (tenant logins and pgmem_service
+-- members), not for pgmem_readonly, whose DBAs inspect everything. Not a
+-- restrictive policy of its own: a second policy puts the tenant check on
+-- a later security level, where its non-leakproof pgmem.current_tenant()
+-- is evaluated for every row instead of once (recall 3x slower at 10k). The
+-- binding is read once a statement (an initplan); unbound, the first arm
+-- is true and ends the test. Rows without a subject of their own are
+-- reached through their memory or task. Not on Citus, which refuses
+-- subqueries in policies (pgmem.distribute restores the plain ones).
 create or replace function pgmem._subject_binding_policies(p_create boolean)
 returns void
 language plpgsql
@@ -294,43 +298,39 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_table text;
-    v_policy text;
     v_read text;
     v_write text;
 begin
-    for v_table, v_policy in
-        select p.tablename, p.policyname from pg_catalog.pg_policies as p
-        where p.schemaname = 'pgmem' and p.policyname like 'subject\_binding\_%'
-    loop
-        execute pg_catalog.format('drop policy %I on pgmem.%I', v_policy, v_table);
-    end loop;
-    if not p_create then
-        return;
-    end if;
     foreach v_table in array array['subjects', 'memories', 'memory_events', 'inbox', 'sessions',
                                      'session_messages', 'session_summaries', 'tasks',
                                      'memory_links', 'memory_decay', 'reembed_vectors', 'task_steps'] loop
-        v_read := pgmem._subject_binding_check(v_table, true);
-        v_write := pgmem._subject_binding_check(v_table, false);
-        if v_table = 'memory_links' then
-            -- A link is written from one's own memory to one in reach.
-            v_write := v_write || ' and ' || pgmem._subject_binding_check(v_table, true, 'to_id');
-            v_read := v_read || ' and ' || pgmem._subject_binding_check(v_table, true, 'to_id');
+        v_read := 'tenant_id = pgmem.current_tenant()';
+        v_write := v_read;
+        if p_create then
+            v_read := v_read || ' and ' || pgmem._subject_binding_check(v_table, true);
+            v_write := v_write || ' and ' || pgmem._subject_binding_check(v_table, false);
+            if v_table = 'memory_links' then
+                -- A link is written from one's own memory to one in reach.
+                v_read := v_read || ' and ' || pgmem._subject_binding_check(v_table, true, 'to_id');
+                v_write := v_write || ' and ' || pgmem._subject_binding_check(v_table, true, 'to_id');
+            end if;
         end if;
-        execute pg_catalog.format('create policy subject_binding_read on pgmem.%I as restrictive for select '
-                                  'to pgmem_app using (%s)', v_table, v_read);
-        execute pg_catalog.format('create policy subject_binding_insert on pgmem.%I as restrictive for insert '
-                                  'to pgmem_app with check (%s)', v_table, v_write);
-        execute pg_catalog.format('create policy subject_binding_update on pgmem.%I as restrictive for update '
-                                  'to pgmem_app using (%s) with check (%s)', v_table, v_write, v_write);
-        execute pg_catalog.format('create policy subject_binding_delete on pgmem.%I as restrictive for delete '
-                                  'to pgmem_app using (%s)', v_table, v_write);
+        execute pg_catalog.format('alter policy tenant_isolation on pgmem.%I using (%s) with check (%s)',
+                                  v_table, v_read, v_write);
+        -- An UPDATE touches only rows the connection may write: a shared
+        -- subject's rows are passed over (recall's reinforcement of them), not
+        -- refused. Restrictive and for UPDATE alone, so reads plan as above.
+        execute pg_catalog.format('drop policy if exists subject_binding_update on pgmem.%I', v_table);
+        if p_create then
+            execute pg_catalog.format('create policy subject_binding_update on pgmem.%I as restrictive '
+                                      'for update to pgmem_app using (%s)', v_table, v_write);
+        end if;
     end loop;
 end
 $$;
 
 comment on function pgmem._subject_binding_policies(boolean) is
-    'Drops the subject_binding_* policies of the subject-bearing tables and, with p_create, creates them again: what enforces pgmem.bind_subject (internal; migrations, and pgmem.distribute, which drops them).';
+    'Sets the tenant_isolation policy of every subject-bearing table: with p_create, narrowed to what a bound connection reaches (what enforces pgmem.bind_subject); without, the tenant check alone (internal; pgmem.enable_subject_binding, migrations, pgmem.distribute).';
 
 create or replace function pgmem._subject_binding_enabled()
 returns boolean
@@ -341,16 +341,15 @@ set search_path = pg_catalog, pg_temp
 as $$
     select exists (select from pg_catalog.pg_policies as p
                    where p.schemaname = 'pgmem' and p.tablename = 'memories'
-                     and p.policyname = 'subject_binding_read')
+                     and p.policyname = 'tenant_isolation' and p.qual like '%pgmem._bound_subjects%')
 $$;
 
 comment on function pgmem._subject_binding_enabled() is
-    'Whether end-user binding is on in this database: its policies exist (internal; pgmem.enable_subject_binding).';
+    'Whether end-user binding is on in this database: the tenant_isolation policies check the binding (internal; pgmem.enable_subject_binding).';
 
--- Off by default: the policies cost every statement of every application
--- role a look at the binding (on LoCoMo text at 10k memories, recall p95
--- 6 ms without them, 20 ms with; docs/benchmarks.md), which a database that
--- binds no end user should not pay.
+-- Off by default: the binding costs every statement of every application
+-- role a look at it (docs/benchmarks.md), which a database that binds no
+-- end user should not pay.
 create or replace function pgmem.enable_subject_binding(p_on boolean default true)
 returns boolean
 language plpgsql
@@ -377,9 +376,9 @@ end
 $$;
 
 comment on function pgmem.enable_subject_binding(boolean) is
-    'Turns end-user binding (pgmem.bind_subject) on for this database (p_on => false: off, and every binding is dropped): creates or drops its row-level security policies. Administrators only (the tables'' owner). Off by default: the policies cost every statement of every application role a look at the binding. PM005 on Citus.';
+    'Turns end-user binding (pgmem.bind_subject) on for this database (p_on => false: off, and every binding is dropped): narrows the tenant_isolation policies of the subject-bearing tables to the bound subject, or restores them. Administrators only (the tables'' owner). Off by default: it costs every statement of every application role a look at the binding. PM005 on Citus.';
 
 -- The policies are created again from the definitions above when binding is
 -- on, so a migration brings them up to date; a database with binding off
 -- stays without them.
-select pgmem._subject_binding_policies(pgmem._subject_binding_enabled() and not pgmem._distributed());
+select pgmem._subject_binding_policies(true) where pgmem._subject_binding_enabled() and not pgmem._distributed();
