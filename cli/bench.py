@@ -24,7 +24,7 @@ from pgmem.cli.common import (
 )
 from pgmem.embed import EmbeddingError, LocalEmbedder
 from pgmem.lab import bench as benchmark
-from pgmem.lab import bench_real, citus_bench, layers_bench
+from pgmem.lab import bench_real, citus_bench, layers_bench, store_bench
 
 
 def bench(
@@ -114,6 +114,14 @@ def bench(
     sessions: Annotated[
         int, typer.Option(help="--layers: sessions holding them (the target scale: 10,000).")
     ] = layers_bench.DEFAULT_SESSIONS,
+    store: Annotated[
+        bool,
+        typer.Option(
+            "--store",
+            help="Benchmark the LangGraph store instead: LangGraph's 6,000-op threaded and "
+            "60,000-op async workloads on PgmemStore beside its PostgresStore, as ratios.",
+        ),
+    ] = False,
 ) -> None:
     """Benchmark recall latency, quality and throughput at scale.
 
@@ -134,6 +142,11 @@ def bench(
     if any(s < 1_000 for s in scales):
         raise fail("a scale point needs at least 1,000 memories (one subject)")
     server_dsn = dsn_for(dsn)
+
+    if store:
+        with steps(quiet=as_json) as progress:
+            _bench_store(server_dsn, database, keep, as_json, markdown, progress)
+        return
 
     if layers:
         with steps(quiet=as_json) as progress:
@@ -234,6 +247,42 @@ def _bench_layers(
         for label, value in result.rows():
             table.add_row(label, value)
         console.print(table)
+
+
+def _bench_store(
+    server_dsn: str,
+    database: str,
+    keep: bool,
+    as_json: bool,
+    markdown: bool,
+    progress: benchmark.Progress,
+) -> None:
+    with database_errors(server_dsn):
+        try:
+            info = benchmark.machine(server_dsn)
+            result = store_bench.run(
+                server_dsn, database=f"{database}_store", keep=keep, progress=progress
+            )
+        except benchmark.BenchError as exc:
+            raise fail(str(exc)) from None
+    if as_json:
+        json.dump({"machine": info, "store": result.as_dict()}, sys.stdout, default=str, indent=2)
+        sys.stdout.write("\n")
+        return
+    header = ("workload", "PgmemStore, s", "PostgresStore, s", "ratio", "target <= 3x")
+    if markdown:
+        lines = [f"Machine: {_machine_line(info)}", "", "| " + " | ".join(header) + " |"]
+        lines.append("|---|" + "---:|" * (len(header) - 1))
+        lines += ["| " + " | ".join(row) + " |" for row in result.rows()]
+        sys.stdout.write("\n".join(lines) + "\n")
+        return
+    console.print(_machine_line(info), highlight=False)
+    table = Table(title="pgmem bench --store")
+    for i, column in enumerate(header):
+        table.add_column(column, justify="left" if i == 0 else "right")
+    for row in result.rows():
+        table.add_row(*row)
+    console.print(table)
 
 
 ROWS: list[tuple[str, str]] = [

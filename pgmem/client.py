@@ -78,6 +78,8 @@ AddResult: TypeAlias = Results
 Messages: TypeAlias = str | Sequence[Mapping[str, Any] | str]
 # Records of an import on their way to one remember_many call: (position, item, pinned).
 _Batch: TypeAlias = list[tuple[int, Row, bool]]
+# Store items to import: (record position, pgmem.put_items item).
+_Items: TypeAlias = list[tuple[int, Row]]
 
 # Connections a client keeps open by default: enough for a few threads sharing it.
 POOL_SIZE = 4
@@ -95,6 +97,8 @@ EARLY_SIZE_CHECK = 4096
 # set-based insert of plainly new items dominates, small enough that a progress bar
 # moves and a bad record is reported close to where it is.
 IMPORT_BATCH = 256
+# The source of a store item's memory (pgmem.put_items, the LangGraph store).
+STORE = "store"
 # Rows fetched per round trip while exporting (server-side cursor).
 EXPORT_FETCH = 500
 # How pgmem.remember_many names an item in its errors: p_items[3].content.
@@ -967,7 +971,15 @@ class Memory:
             dims = fetch_one(c, queries.TENANT_DIMS, {})["embedding_dims"]
             batch: _Batch = []
             position = 0
+            items: dict[str, _Items] = {}  # store items, per subject
             for position, record in enumerate(records, start=1):
+                if isinstance(record, Mapping) and record.get("source") == STORE:
+                    if record.get("status", "active") == "active":
+                        subject, kept = _store_item(position, record, user_id, dims, not reembed)
+                        items.setdefault(subject, []).append((position, kept))
+                    else:
+                        counts["skipped"] = counts.get("skipped", 0) + 1
+                    continue
                 item, pinned = _import_item(position, record, user_id, dims, keep=not reembed)
                 if item is None:
                     counts["skipped"] = counts.get("skipped", 0) + 1
@@ -980,9 +992,46 @@ class Memory:
                         progress(position)
             if batch:
                 self._import_batch(c, batch, dims, counts)
+            for subject, stored in items.items():
+                for start in range(0, len(stored), IMPORT_BATCH):
+                    self._import_items(
+                        c, subject, stored[start : start + IMPORT_BATCH], dims, counts
+                    )
             if progress is not None:
                 progress(position)
         return counts
+
+    def _import_items(
+        self,
+        conn: Connection,
+        subject: str,
+        stored: _Items,
+        dims: int,
+        counts: dict[str, int],
+    ) -> None:
+        """Put exported store items again (``pgmem.put_items``): key, value, text and
+        ttl as they were."""
+        missing = [item for _, item in stored if "embedding" not in item]
+        embedder = self._get_embedder() if missing else None
+        if missing and embedder is not None and embedder.dims == dims:
+            vectors, _ = self._vectors([i["content"] for i in missing])
+            for item, vector in zip(missing, vectors, strict=True):
+                item["embedding"] = vector
+        try:
+            rows = fetch_all(
+                conn,
+                queries.PUT_ITEMS,
+                {"subject": subject, "items": ingest.as_jsonb([item for _, item in stored])},
+            )
+        except psycopg.Error as exc:
+            message = _message(exc)
+            named = _BATCH_ITEM.search(message)
+            if named is not None and 0 < int(named[1]) <= len(stored):
+                position = stored[int(named[1]) - 1][0]
+                raise ImportRecordError(position, _BATCH_ITEM.sub("", message, 1)) from exc
+            raise ImportRecordError(stored[0][0], message, last=stored[-1][0]) from exc
+        for row in rows:
+            counts[row["action"]] = counts.get(row["action"], 0) + 1
 
     def _import_batch(
         self, conn: Connection, batch: _Batch, dims: int, counts: dict[str, int]
@@ -1050,6 +1099,27 @@ _IMPORT_FIELDS = (
     "metadata",
     "valid_from",
 )
+
+
+def _store_item(
+    position: int, record: Mapping[str, Any], user_id: str | None, dims: int, keep: bool
+) -> tuple[str, Row]:
+    """The subject and pgmem.put_items item of an exported store item."""
+    subject = user_id or record.get("subject")
+    if not isinstance(subject, str) or not subject.strip():
+        raise ImportRecordError(position, "needs a non-empty 'subject' (or import with a user)")
+    key, value = record.get("item_key"), record.get("item_value")
+    if not isinstance(key, str) or not isinstance(value, Mapping):
+        raise ImportRecordError(
+            position, "a store item needs an 'item_key' and an 'item_value' object"
+        )
+    item: Row = {"key": key, "value": dict(value), "content": record.get("content")}
+    if record.get("item_ttl_minutes") is not None:
+        item["ttl"] = record["item_ttl_minutes"]
+    embedding = record.get("embedding")
+    if keep and isinstance(embedding, list) and len(embedding) == dims:
+        item["embedding"] = embedding
+    return subject, item
 
 
 def _import_item(

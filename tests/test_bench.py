@@ -138,3 +138,16 @@ def test_guard_bench_measures_both_sides_on_locomo(bench_dsn: str, tmp_path: Pat
     assert result.writes_per_side == 10
     assert result.ms_per_write_on > 0 and result.ms_per_write_off > 0
     assert result.ratio == result.ms_per_write_on / result.ms_per_write_off
+
+
+def test_store_bench_runs_both_stores_on_langgraphs_workloads(bench_dsn: str) -> None:
+    """Both workloads ran on both stores and every op was sent; no timing is asserted."""
+    pytest.importorskip("langgraph.store.postgres", reason="the dev extra is not installed")
+    from pgmem.lab import store_bench
+
+    result = store_bench.run(bench_dsn, database=bench.unique_database("pgmem_bench_store_test"))
+    assert (result.threaded_ops, result.async_ops) == (6_000, 60_000)
+    assert result.baseline_threaded_s is not None and result.baseline_async_s is not None
+    ratios = result.as_dict()
+    assert ratios["threaded_ratio"] > 0 and ratios["async_ratio"] > 0
+    assert all(row[4] in ("met", "NOT met") for row in result.rows())

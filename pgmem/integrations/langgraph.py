@@ -7,41 +7,38 @@ Swap LangGraph's store for pgmem with one line::
 
     graph = builder.compile(store=PgmemStore(Memory(tenant="acme")))
 
-and the graph's long-term memory gets pgmem's deduplication, decay, scoring and
-row-level-security tenant isolation. How the store's model maps onto memories:
+and the graph's long-term memory lives in pgmem, behind its row-level-security
+tenant isolation, ranked by its recall. How the store's model maps onto pgmem:
 
 - **Namespace → subject.** A namespace is one pgmem subject, its labels joined with
   ``.`` (``("memories", "alice")`` is subject ``memories.alice``); LangGraph forbids
   ``.`` inside a label, so the mapping is one-to-one. Use the namespace ``("alice",)``
-  to share memories with ``Memory.add(..., user_id="alice")``.
-- **Item → memory.** The memory's content is the value's ``"content"`` string when it
-  has one, else the value as canonical JSON. The key and the exact value live in the
-  memory's metadata (``langgraph_keys``, ``langgraph_values``), the key sealed
-  (:func:`seal`) where redaction cannot reach it, so every key round-trips exactly;
-  values are redacted as memory content is. Memories written
-  without the store (``Memory.add``, the worker, ``pgmem mcp``) have no key and are not
-  items.
-- **Dedup.** Putting a value whose content the subject already holds adds the key to
-  that memory (``pgmem.remember`` reinforces it) instead of storing a copy; each key
-  keeps its own value. Deleting a key removes it from the memory, and the memory is
-  forgotten (soft delete, history kept) with its last key. Re-putting a key edits its
-  memory in place (``pgmem.update_memory``) when no other key shares it.
-  When the worker merges a near-duplicate memory into another (``pgmem.merge``), the
-  merged memory keeps its keys and values, so its items still answer ``get`` and
-  listing (query search ranks the memory it merged into); putting or deleting one of
-  them moves its keys to live memories.
+  to search the store's items together with ``Memory.add(..., user_id="alice")``'s
+  memories.
+- **Item → store item** (``pgmem.put_items``, ``get_items``, ``delete_items``): one
+  key, one memory of its own (source ``store``), always. The value comes back exactly
+  as put; the item's searchable text (its content) is the value's ``"content"``
+  string when it has one, else the value as JSON, or the fields the put's ``index``
+  names, and is redacted and checked for prompt injection as any memory's (a refused
+  value raises ``ValueError`` naming the rule). Items are never deduplicated, merged
+  or superseded, and memories written without the store never fold into them.
 - **Search.** With a query, each matching namespace is ranked by ``pgmem.recall``
-  (vector + full text, importance, recency; returned memories are reinforced) and
-  ``SearchItem.score`` is recall's score. Without one, items come newest first.
-  ``filter`` (exact values and ``$eq``/``$ne``/``$gt``/``$gte``/``$lt``/``$lte``) is
-  applied to the stored values: of every item without a query, of the best
-  ``RECALL_K_MAX`` memories per namespace with one. A query is never read as a time.
-- **State.** An item's memory is kept (``pgmem.keep``): decay, archival and the
-  capacity cap leave it alone, as a key-value store must.
-- Per-item ``index`` settings are accepted and ignored (every memory is searchable);
-  TTLs are not supported (``supports_ttl = False``).
+  (vector + full text, importance, recency) and ``SearchItem.score`` is recall's
+  score. Without one, items come most recently updated first. ``filter`` (exact
+  values and ``$eq``/``$ne``/``$gt``/``$gte``/``$lt``/``$lte``) is applied to the
+  stored values: of every item without a query, of the best ``RECALL_K_MAX`` hits per
+  namespace with one. A query is never read as a time.
+- **State.** Items are kept: decay, archival and the capacity cap leave them alone.
+  A ``ttl`` (minutes) makes an item expire: it is gone from every read at once, and
+  the archive job sweeps it; reads with ``refresh_ttl`` extend it.
+- **Index.** ``index=False`` stores an item without computing its vector (the
+  worker's embed pass gives it one later, as any memory without a vector); a list of
+  fields makes their text the item's searchable text.
 
-Every operation of a :meth:`PgmemStore.batch` runs in one transaction.
+Every :meth:`PgmemStore.batch` runs in one transaction: its reads, then one
+statement per namespace for its puts and one for its deletes. Concurrent calls
+(threads, or coroutines of one event loop) that wait for the store are run
+together, as one batch.
 """
 
 from __future__ import annotations
@@ -50,6 +47,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from datetime import datetime
 from typing import Any
 
@@ -67,49 +65,26 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
 )
+from langgraph.store.base.embed import get_text_at_path
 
 from pgmem.client import Memory
+from pgmem.ingest import as_jsonb
+from pgmem.queries import client as client_queries
 from pgmem.queries import integrations as queries
 from pgmem.rows import Connection, Row, fetch_all
 
-__all__ = ["PgmemStore", "check_op", "namespace_of", "seal", "subject_of", "unseal"]
+__all__ = ["PgmemStore", "check_op", "content_of", "namespace_of", "subject_of"]
 
-KEYS = "langgraph_keys"  # metadata: the store keys a memory holds, sealed
-VALUES = "langgraph_values"  # metadata: sealed key -> the value put under it
-# Containment on an empty array matches every memory that holds store keys.
-ITEMS_ONLY: Mapping[str, Any] = {KEYS: []}
-# A memory the worker merged into a near-duplicate keeps its keys and values: its
-# items stay readable until they are put or deleted again.
-LIVE = ("active", "merged")
+# recall's metadata filter for store items (pgmem.put_items marks them so).
+ITEMS_ONLY: Mapping[str, Any] = {"item": True}
 # The most hits pgmem.recall ranks for one query (its k): a search with a query and
 # a filter finds matching items among that many of each namespace.
 RECALL_K_MAX = 1000
-# Item memories read per statement when a search without a query lists them.
-PAGE = 500
 SEPARATOR = "."  # LangGraph refuses '.' inside a namespace label
-# pgmem.update_memory: the new content duplicates another active memory (README).
-PM_UPDATE_DUPLICATE = "PM051"
-
-
-# A key is stored sealed: "k:" and its UTF-8 bytes as letters a-p, a nibble each. No
-# redaction or injection rule reads a run of those letters, so a key that looks like
-# personal data ("alice@example.com") comes back as it was put, and two such keys stay
-# two (redacted, both would read "[REDACTED:email]"). The row is the tenant's, behind
-# its row-level security like any memory.
-_SEAL = "k:"
-_NIBBLES = "abcdefghijklmnop"
-
-
-def seal(key: str) -> str:
-    """The form of a store key in a memory's metadata."""
-    return _SEAL + "".join(_NIBBLES[b >> 4] + _NIBBLES[b & 15] for b in key.encode("utf-8"))
-
-
-def unseal(stored: str) -> str:
-    """The store key a sealed metadata key stands for."""
-    letters = stored.removeprefix(_SEAL)
-    pairs = zip(letters[::2], letters[1::2], strict=True)
-    return bytes(_NIBBLES.index(hi) * 16 + _NIBBLES.index(lo) for hi, lo in pairs).decode("utf-8")
+# pgmem.put_items refused a text as a prompt injection.
+PM_INJECTION = "PM024"
+# Ops of concurrent callers run together, at most this many per transaction.
+COALESCE_MAX = 1000
 
 
 def _check_labels(labels: Sequence[object]) -> None:
@@ -146,204 +121,334 @@ def namespace_of(subject: str) -> tuple[str, ...]:
     return tuple(subject.split(SEPARATOR))
 
 
-def content_of(value: Mapping[str, Any]) -> str:
-    """What pgmem stores, ranks and deduplicates: the 'content' text, else the JSON."""
+def content_of(value: Mapping[str, Any], index: Sequence[str] | None = None) -> str:
+    """An item's searchable text: the text at the ``index`` fields when a put names
+    them, else the value's 'content' string, else the value as JSON."""
+    if index:
+        texts = [text for path in index for text in get_text_at_path(value, path)]
+        joined = "\n".join(t for t in texts if t.strip())
+        if joined:
+            return joined
     text = value.get("content")
     if isinstance(text, str) and text.strip():
         return text
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
+class _Pending:
+    """Ops a caller waits on while another caller's batch runs."""
+
+    def __init__(self, ops: list[Op]) -> None:
+        self.ops = ops
+        self.future: Future[list[Result]] = Future()
+
+
+# What one caller of a group gets: its results, or the error its own ops raised.
+Outcome = list[Result] | Exception
+# A coroutine's ops and the future it awaits.
+_Waiting = tuple[list[Op], "asyncio.Future[list[Result]]"]
+
+
 class PgmemStore(BaseStore):
-    """LangGraph's ``BaseStore`` on pgmem memories; see the module for the mapping.
+    """LangGraph's ``BaseStore`` on pgmem store items; see the module for the mapping.
 
     :param memory: the :class:`pgmem.Memory` to act through (its tenant, its
-        connection or the caller's, its embedder). Calls are serialized: one client
-        is one connection.
+        connection or the caller's, its embedder). One batch runs at a time; callers
+        who arrive meanwhile have their ops run together in the next.
     """
 
-    supports_ttl = False
+    supports_ttl = True
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the queues
+        self._queue: list[_Pending] = []  # threads' ops waiting for a run
+        self._running = False  # a thread is running the queue
+        # Coroutines' ops waiting for a run, and the task running them, per event loop.
+        self._waiting: dict[asyncio.AbstractEventLoop, list[_Waiting]] = {}
+        self._runners: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+        self._one_run = threading.Lock()  # one transaction at a time: one client, one connection
 
     # ----------------------------------------------------------- BaseStore API
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` in one transaction, as LangGraph's stores do: the reads first,
         seeing the store as it was before the batch, then the writes, the last
-        :class:`PutOp` of a (namespace, key) winning."""
-        ops = list(ops)
-        for op in ops:  # the whole batch is refused before any SQL runs
-            check_op(op)
-        results: list[Result] = [None] * len(ops)
-        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
-        with self._lock, self.memory.transaction() as conn:
-            for i, op in enumerate(ops):
-                if isinstance(op, PutOp):
-                    puts.pop((op.namespace, op.key), None)  # re-insert: keeps the last order
-                    puts[(op.namespace, op.key)] = op
-                else:
-                    results[i] = self._read(conn, op)
-            # One writer per namespace at a time, locked in one order: two sessions
-            # putting the same key cannot both insert, nor deadlock on each other.
-            if puts:
-                subjects = sorted({subject_of(op.namespace) for op in puts.values()})
-                fetch_all(conn, queries.LOCK_LANGGRAPH_NAMESPACES, {"subjects": subjects})
-            for op in puts.values():
-                self._put(conn, op)
-        return results
+        :class:`PutOp` of a (namespace, key) winning. While a batch runs, the ops of
+        other callers queue; the caller that runs next takes them all (up to
+        ``COALESCE_MAX`` ops) into one transaction, and each gets its own results."""
+        mine, lead = self._enqueue(ops)
+        if lead:
+            self._drain()
+        return mine.future.result()
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return await asyncio.to_thread(self.batch, list(ops))
+        """:meth:`batch` for coroutines: those of one event loop that call the store in
+        the same turn of the loop have their ops run together, in a thread, and no
+        thread waits per call."""
+        listed = list(ops)
+        for op in listed:
+            check_op(op)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[list[Result]] = loop.create_future()
+        self._waiting.setdefault(loop, []).append((listed, future))
+        if loop not in self._runners:
+            self._runners[loop] = loop.create_task(self._run_waiting(loop))
+        return await future
 
-    def _read(self, conn: Connection, op: Op) -> Result:
-        if isinstance(op, GetOp):
-            return self._get(conn, op.namespace, op.key)
-        if isinstance(op, SearchOp):
-            return self._search(conn, op)
-        if isinstance(op, ListNamespacesOp):
-            return self._list_namespaces(conn, op)
-        raise ValueError(f"unknown store operation: {op!r}")
+    async def _run_waiting(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Run the loop's waiting ops, a group at a time, until none wait."""
+        waiting = self._waiting[loop]
+        try:
+            while waiting:
+                await asyncio.sleep(0)  # the coroutines started in this turn join in
+                taken: list[_Waiting] = []
+                size = 0
+                while waiting and (not taken or size + len(waiting[0][0]) <= COALESCE_MAX):
+                    size += len(waiting[0][0])
+                    taken.append(waiting.pop(0))
+                try:
+                    outcomes = await asyncio.to_thread(self._outcomes, [ops for ops, _ in taken])
+                except BaseException as exc:  # no caller may wait forever
+                    for _, future in taken + waiting:
+                        if not future.done():
+                            future.set_exception(exc)
+                    waiting.clear()
+                    raise
+                for (_, future), outcome in zip(taken, outcomes, strict=True):
+                    if future.done():  # cancelled by its caller
+                        continue
+                    if isinstance(outcome, Exception):
+                        future.set_exception(outcome)
+                    else:
+                        future.set_result(outcome)
+        finally:
+            # No await since the last check: no coroutine can have joined meanwhile.
+            del self._waiting[loop], self._runners[loop]
 
-    def _put(self, conn: Connection, op: PutOp) -> None:
-        subject = subject_of(op.namespace)
-        key = seal(op.key)
-        self._detach(conn, subject, key, keep=op.value)
-        if op.value is not None:
-            self._attach(conn, subject, key, op.value)
+    def _enqueue(self, ops: Iterable[Op]) -> tuple[_Pending, bool]:
+        """Queue ``ops``; True when the caller is to run the queue (no one else is)."""
+        listed = list(ops)
+        for op in listed:  # the whole batch is refused before any SQL runs
+            check_op(op)
+        pending = _Pending(listed)
+        with self._lock:
+            self._queue.append(pending)
+            lead = not self._running
+            self._running = True
+        return pending, lead
+
+    def _drain(self) -> None:
+        """Run the queue, a group of callers at a time, until it is empty."""
+        while True:
+            with self._lock:
+                taken: list[_Pending] = []
+                size = 0
+                while self._queue and (not taken or size + len(self._queue[0].ops) <= COALESCE_MAX):
+                    size += len(self._queue[0].ops)
+                    taken.append(self._queue.pop(0))
+                if not taken:
+                    self._running = False
+                    return
+            try:
+                self._run_together(taken)
+            except BaseException as exc:  # an interrupt: no caller may wait forever
+                with self._lock:
+                    stranded, self._queue = taken + self._queue, []
+                    self._running = False
+                for p in stranded:
+                    if not p.future.done():
+                        p.future.set_exception(exc)
+                raise
+
+    async def start_ttl_sweeper(self, sweep_interval_minutes: int | None = None) -> None:
+        """AsyncPostgresStore's call, with nothing to start here: every read leaves an
+        item out once its ttl has passed, and pgmem's archive job (pg_cron) sweeps it."""
+
+    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """AsyncPostgresStore's call: there is no sweeper thread to stop."""
+        return True
+
+    def _run_together(self, pending: list[_Pending]) -> None:
+        for p, outcome in zip(pending, self._outcomes([p.ops for p in pending]), strict=True):
+            if isinstance(outcome, Exception):
+                p.future.set_exception(outcome)
+            else:
+                p.future.set_result(outcome)
+
+    def _outcomes(self, groups: list[list[Op]]) -> list[Outcome]:
+        """One transaction for the ops of every caller (a group each); when it fails,
+        each group runs alone, so that an op refused fails its own caller only."""
+        with self._one_run:
+            if len(groups) > 1:
+                try:
+                    results = self._run([op for ops in groups for op in ops])
+                except Exception:
+                    pass
+                else:
+                    outcomes: list[Outcome] = []
+                    start = 0
+                    for ops in groups:
+                        outcomes.append(results[start : start + len(ops)])
+                        start += len(ops)
+                    return outcomes
+            alone: list[Outcome] = []
+            for ops in groups:
+                try:
+                    alone.append(self._run(ops))
+                except Exception as exc:
+                    alone.append(exc)
+            return alone
+
+    def _run(self, ops: list[Op]) -> list[Result]:
+        results: list[Result] = [None] * len(ops)
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for op in ops:
+            if isinstance(op, PutOp):
+                puts.pop((op.namespace, op.key), None)  # re-insert: keeps the last order
+                puts[(op.namespace, op.key)] = op
+        writes = [op for op in puts.values() if op.value is not None]
+        # Models run before the transaction opens: no lock waits on them.
+        embedded = [op for op in writes if op.index is not False]
+        vectors, _ = self.memory._vectors(
+            [content_of(op.value or {}, op.index or None) for op in embedded]
+        )
+        vector_of = {id(op): v for op, v in zip(embedded, vectors, strict=True)}
+        with self.memory.transaction() as conn:
+            gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
+            items = self._get_many(conn, [op for _, op in gets])
+            for (i, _), item in zip(gets, items, strict=True):
+                results[i] = item
+            # Reads see the store as it was before the batch: equal ones, as
+            # concurrent callers send, are answered once.
+            answered: dict[str, list[Any]] = {}
+            for i, op in enumerate(ops):
+                if isinstance(op, (SearchOp, ListNamespacesOp)):
+                    if repr(op) not in answered:
+                        answered[repr(op)] = (
+                            list(self._search(conn, op))
+                            if isinstance(op, SearchOp)
+                            else list(self._list_namespaces(conn, op))
+                        )
+                    results[i] = list(answered[repr(op)])  # each caller its own list
+                elif not isinstance(op, (GetOp, PutOp)):
+                    raise ValueError(f"unknown store operation: {op!r}")
+            for subject, group in _by_subject(writes).items():
+                self._put(conn, subject, group, vector_of)
+            deletes = [op for op in puts.values() if op.value is None]
+            for subject, group in _by_subject(deletes).items():
+                fetch_all(
+                    conn,
+                    client_queries.DELETE_ITEMS,
+                    {"subject": subject, "keys": [op.key for op in group]},
+                )
+        return results
 
     # -------------------------------------------------------------- items
 
-    # Below, ``key`` is a sealed key (:func:`seal`); items carry the key as put.
-
-    def _holder(self, conn: Connection, subject: str, key: str) -> Row | None:
-        """The memory holding ``key`` in this subject (active, or merged), if any."""
-        rows = self.memory.get_all(subject, filters={KEYS: [key]}, limit=1, status=LIVE, conn=conn)
-        return rows[0] if rows else None
-
-    def _get(self, conn: Connection, namespace: tuple[str, ...], key: str) -> Item | None:
-        row = self._holder(conn, subject_of(namespace), seal(key))
-        return None if row is None else _item(row, seal(key), namespace)
-
-    def _detach(
-        self, conn: Connection, subject: str, key: str, *, keep: Mapping[str, Any] | None
+    def _put(
+        self,
+        conn: Connection,
+        subject: str,
+        ops: list[PutOp],
+        vector_of: Mapping[int, list[float] | None],
     ) -> None:
-        """Take ``key`` off its memory. A memory that holds only this key and whose new
-        value (``keep``) fits it is edited in place instead, and the key is then
-        attached already; otherwise the memory is forgotten with its last key. A
-        merged memory cannot be edited (PM050): it is forgotten and its other keys
-        are put again, each finding its place as a new put would."""
-        row = self._holder(conn, subject, key)
-        if row is None:
-            return
-        keys = [k for k in row["metadata"].get(KEYS, []) if k != key]
-        values = {k: v for k, v in row["metadata"].get(VALUES, {}).items() if k != key}
-        active = row["status"] == "active"
-        if active and not keys and keep is not None and self._edit_in_place(conn, row, key, keep):
-            return
-        if active and keys:
-            self.memory.update(row["memory_id"], metadata={KEYS: keys, VALUES: values}, conn=conn)
-            return
-        self.memory.delete(row["memory_id"], conn=conn)
-        for other in keys:
-            self._attach(conn, subject, other, values.get(other, {}))
-
-    def _edit_in_place(
-        self, conn: Connection, row: Row, key: str, value: Mapping[str, Any]
-    ) -> bool:
-        content = content_of(value)
-        metadata = {KEYS: [key], VALUES: {key: dict(value)}}
-        try:  # in a savepoint (Memory's): a refused edit leaves the batch intact
-            self.memory.update(
-                row["memory_id"],
-                content if content != row["content"] else None,
-                metadata=metadata,
-                conn=conn,
+        items = []
+        for op in ops:
+            assert op.value is not None
+            item: dict[str, Any] = {
+                "key": op.key,
+                "value": dict(op.value),
+                "content": content_of(op.value, op.index or None),
+                "embedding": vector_of.get(id(op)),
+            }
+            if op.ttl is not None:
+                item["ttl"] = op.ttl
+            items.append(item)
+        try:
+            fetch_all(
+                conn, client_queries.PUT_ITEMS, {"subject": subject, "items": as_jsonb(items)}
             )
         except psycopg.Error as exc:
-            if exc.sqlstate != PM_UPDATE_DUPLICATE:
-                raise
-            return False  # the new content is another memory's: the key moves there
-        return True
+            if exc.sqlstate == PM_INJECTION and exc.diag.message_detail:
+                refused = json.loads(exc.diag.message_detail)
+                raise ValueError(
+                    f"pgmem refused the value of {refused['key']!r}: "
+                    f"prompt injection ({refused['rule']})"
+                ) from exc
+            raise
 
-    def _attach(self, conn: Connection, subject: str, key: str, value: Mapping[str, Any]) -> None:
-        if self._holder(conn, subject, key) is not None:
-            return  # edited in place by _detach
-        stored = dict(value)
-        result = self.memory.add(
-            content_of(value),
-            subject,
-            infer=False,
-            metadata={KEYS: [key], VALUES: {key: stored}},
-            # Items are the graph's own key-value state: putting one never retires
-            # another key's item as a contradiction.
-            check_conflicts=False,
-            conn=conn,
-        )[0]
-        if result["action"] == "rejected":
-            raise ValueError(f"pgmem refused the value of {unseal(key)!r}: {result.get('reason')}")
-        # An item is the graph's state: maintenance never decays, archives or evicts it.
-        self.memory.keep(result["memory_id"], conn=conn)
-        if result["action"] in ("inserted", "merge_pending"):
-            return
-        # reinforced / deduplicated: the subject holds this content already; the key
-        # joins that memory, with its own value.
-        holder = self.memory.get(result["memory_id"], conn=conn)
-        if holder is None:
-            raise RuntimeError(f"memory {result['memory_id']} vanished during the put")
-        meta = holder["metadata"]
-        keys = [*meta.get(KEYS, []), key]
-        values = {**meta.get(VALUES, {}), key: stored}
-        self.memory.update(holder["memory_id"], metadata={KEYS: keys, VALUES: values}, conn=conn)
+    def _get_many(self, conn: Connection, ops: list[GetOp]) -> list[Item | None]:
+        """The items of ``ops``: one read per namespace (and refresh setting)."""
+        found: dict[tuple[tuple[str, ...], str], Item] = {}
+        groups: dict[tuple[tuple[str, ...], bool], list[str]] = {}
+        for op in ops:
+            groups.setdefault((op.namespace, op.refresh_ttl), []).append(op.key)
+        for (namespace, refresh), keys in groups.items():
+            for row in self._items(conn, namespace, keys=keys, refresh=refresh):
+                found[(namespace, row["key"])] = _item(row, namespace)
+        return [found.get((op.namespace, op.key)) for op in ops]
+
+    def _items(
+        self,
+        conn: Connection,
+        namespace: tuple[str, ...],
+        *,
+        keys: list[str] | None = None,
+        memory_ids: list[int] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        refresh: bool = False,
+    ) -> list[Row]:
+        params = {
+            "subject": subject_of(namespace),
+            "keys": keys,
+            "memory_ids": memory_ids,
+            "limit": limit,
+            "offset": offset,
+            "refresh": refresh,
+        }
+        return fetch_all(conn, client_queries.GET_ITEMS, params)
 
     # ------------------------------------------------------------- search
 
     def _subjects(self, conn: Connection, prefix: tuple[str, ...]) -> list[str]:
         params = {"prefix": subject_of(prefix) if prefix else None}
-        return [row["subject"] for row in fetch_all(conn, queries.LANGGRAPH_NAMESPACES, params)]
+        return [row["subject"] for row in fetch_all(conn, queries.ITEM_NAMESPACES, params)]
 
     def _search(self, conn: Connection, op: SearchOp) -> list[SearchItem]:
         wanted = op.offset + op.limit
         found: list[tuple[float, datetime, int, SearchItem]] = []
         for subject in self._subjects(conn, op.namespace_prefix):
             namespace = namespace_of(subject)
-            rows: list[dict[str, Any]]
+            scores: dict[int, float] = {}
             if op.query:
                 # A query is words to rank by, not a time to recall within: "what
                 # happened in 1999?" must not become a valid-time window. A filter
                 # thins the ranked hits out: then as many as recall ranks.
                 k = RECALL_K_MAX if op.filter else min(wanted, RECALL_K_MAX)
-                rows = self.memory.search(
+                hits = self.memory.search(
                     op.query, subject, k, filters=ITEMS_ONLY, parse_time=False, conn=conn
                 )
+                scores = {hit["memory_id"]: hit["score"] for hit in hits}
+                rows = (
+                    self._items(conn, namespace, memory_ids=list(scores), refresh=op.refresh_ttl)
+                    if scores
+                    else []
+                )
             else:
-                rows = self._items_of(conn, subject, wanted if not op.filter else None)
+                limit = None if op.filter else wanted
+                rows = self._items(conn, namespace, limit=limit, refresh=op.refresh_ttl)
             for row in rows:
-                for key in row["metadata"].get(KEYS, []):
-                    item = _item(row, key, namespace, score=row.get("score"))
-                    if op.filter and not _matches(item.value, op.filter):
-                        continue
-                    rank = row["score"] if op.query else 0.0
-                    found.append((rank, item.updated_at, row["memory_id"], item))
+                score = scores.get(row["memory_id"])
+                item = _item(row, namespace, score=score)
+                if op.filter and not _matches(item.value, op.filter):
+                    continue
+                found.append((score or 0.0, item.updated_at, row["memory_id"], item))
         # Best score first; without a query the most recently updated first, as
         # LangGraph's PostgresStore lists them.
         found.sort(key=lambda t: (t[0], t[1], t[2]), reverse=True)
         return [t[3] for t in found[op.offset : op.offset + op.limit]]
-
-    def _items_of(self, conn: Connection, subject: str, wanted: int | None) -> list[Row]:
-        """The subject's item memories newest first: the first ``wanted``, or (None,
-        as a filter needs) all of them, a page at a time."""
-        rows: list[Row] = []
-        while wanted is None or len(rows) < wanted:
-            page = self.memory.get_all(
-                subject, filters=ITEMS_ONLY, status=LIVE, limit=PAGE, offset=len(rows), conn=conn
-            )
-            rows += page
-            if len(page) < PAGE:
-                break
-        return rows if wanted is None else rows[:wanted]
 
     def _list_namespaces(self, conn: Connection, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces: set[tuple[str, ...]] = set()
@@ -355,16 +460,20 @@ class PgmemStore(BaseStore):
         return sorted(namespaces)[op.offset : op.offset + op.limit]
 
 
+def _by_subject(ops: Iterable[PutOp]) -> dict[str, list[PutOp]]:
+    groups: dict[str, list[PutOp]] = {}
+    for op in ops:
+        groups.setdefault(subject_of(op.namespace), []).append(op)
+    return groups
+
+
 # ----------------------------------------------------------------- helpers
 
 
-def _item(
-    row: Row, key: str, namespace: tuple[str, ...], *, score: float | None = None
-) -> SearchItem:
-    created: datetime = row["created_at"]
-    updated: datetime = row.get("updated_at") or created
-    value = row["metadata"].get(VALUES, {}).get(key, {})
-    return SearchItem(namespace, unseal(key), value, created, updated, score)
+def _item(row: Row, namespace: tuple[str, ...], *, score: float | None = None) -> SearchItem:
+    return SearchItem(
+        namespace, row["key"], row["value"], row["created_at"], row["updated_at"], score
+    )
 
 
 _COMPARE = {

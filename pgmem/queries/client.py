@@ -30,10 +30,12 @@ __all__ = [
     "CHECK_CONTENT_SIZE",
     "CONTEXT",
     "COUNT_EXPORT",
+    "DELETE_ITEMS",
     "ENQUEUE",
     "ERASE_SUBJECT",
     "EXPORT_MEMORIES",
     "FORGET",
+    "GET_ITEMS",
     "GET_MEMORY",
     "HISTORY",
     "INJECTION_RULE",
@@ -42,6 +44,7 @@ __all__ = [
     "MEMORY_STATS",
     "PIN",
     "PROFILE",
+    "PUT_ITEMS",
     "RECALL",
     "REEMBED_STATUS",
     "REMEMBER_MANY",
@@ -291,4 +294,15 @@ select pgmem.count_memories(%(subject)s::text, %(statuses)s::text[]) as memories
 # Id order: the order memories were written (an import replays supersessions).
 EXPORT_MEMORIES: Final = """
 select m.* from pgmem.export_memories(%(subject)s::text, %(statuses)s::text[]) as m
+"""
+
+# ------------------------------------------------------------------------ store items
+
+PUT_ITEMS: Final = "select * from pgmem.put_items(%(subject)s, %(items)s)"
+
+DELETE_ITEMS: Final = "select * from pgmem.delete_items(%(subject)s, %(keys)s::text[])"
+
+GET_ITEMS: Final = """
+select * from pgmem.get_items(%(subject)s, %(keys)s::text[], %(memory_ids)s::bigint[],
+                              %(limit)s::integer, %(offset)s, %(refresh)s)
 """

@@ -41,6 +41,22 @@ $$;
 comment on function pgmem._content_hash(text) is
     'md5 of the normalized content; memories.content_hash, used for exact-duplicate detection.';
 
+-- A store item's content_hash is its key's, not its text's: the unique index
+-- of active contents (memories_active_content) then holds one active item
+-- per key, and no item meets another memory, item or not, as a duplicate.
+-- The prefix keeps it apart from every md5 of a content.
+create or replace function pgmem._item_hash(p_key text)
+returns text
+language sql
+immutable strict parallel safe
+security invoker
+as $$
+    select 'key:' || pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(p_key, 'UTF8')), 'hex')
+$$;
+
+comment on function pgmem._item_hash(text) is
+    'memories.content_hash of a store item: ''key:'' and the sha256 of its key (internal; pgmem.put_items).';
+
 -- plpgsql, not sql: a SQL function with a FROM clause is never inlined, and
 -- then parses and plans its body again in every statement that calls it;
 -- plpgsql keeps the plan for the session.
@@ -111,7 +127,8 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     -- Set whatever the statement gave: the columns follow the content only.
-    new.content_hash := pgmem._content_hash(new.content);
+    new.content_hash := case when new.item_key is null then pgmem._content_hash(new.content)
+                             else pgmem._item_hash(new.item_key) end;
     new.fts := pgmem._tsv(new.content);
     -- What the contradiction rules read of it (13_conflict.sql), once: a new
     -- row the owner gives them for keeps them (pgmem._store_memories, with
@@ -127,7 +144,7 @@ end
 $$;
 
 comment on function pgmem._memories_text() is
-    'Row trigger on pgmem.memories: content_hash, fts, conflict_terms and conflict_marks from the content, when a row is inserted or its content written; an INSERT by a superuser or BYPASSRLS role (pgmem._store_memories) that supplies both features keeps them (internal).';
+    'Row trigger on pgmem.memories: content_hash (a store item''s: its key''s), fts, conflict_terms and conflict_marks from the content, when a row is inserted or its content written; an INSERT by a superuser or BYPASSRLS role (pgmem._store_memories) that supplies both features keeps them (internal).';
 
 create or replace function pgmem._tsquery_lexeme(p_lexeme text)
 returns text

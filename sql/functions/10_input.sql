@@ -184,7 +184,8 @@ begin
             using errcode = 'PM018',
                   hint = 'A triple is (subject, predicate, object), e.g. (''user'', ''theme'', ''dark''); pass all three, non-blank, or none.';
     end if;
-    -- The same list as the CHECK constraint on pgmem.memories.source.
+    -- The CHECK constraint's list on pgmem.memories.source but store, whose
+    -- rows pgmem.put_items alone writes.
     if p_source is null or p_source not in ('rule', 'llm', 'manual', 'sql', 'import', 'turn') then
         raise exception '%source % is not a memory source', v_arg, coalesce(pg_catalog.quote_literal(p_source), 'NULL')
             using errcode = 'PM019', hint = 'Use one of: rule, llm, manual, sql, import, turn.';

@@ -92,7 +92,7 @@ begin
         -- distance to it, not their vectors: ~0.6 ms less to keep and read
         -- back at 1,000 rows.
         subject_rows as materialized (
-            select m.memory_id, m.source = 'turn' as episode,
+            select m.memory_id, m.source in ('turn', 'store') as episode,
                    m.embedding OPERATOR(public.<=>) v_first as first_distance,
                    case when v_others then m.embedding end as embedding,
                    coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)) as terms,
@@ -131,8 +131,9 @@ begin
                                               else r.embedding OPERATOR(public.<=>) p.embedding end as distance,
                                          r.terms, r.marks
                                   from subject_rows as r
-                                  -- A stated turn is the record: no fact is its
-                                  -- duplicate, merge or contradiction.
+                                  -- A stated turn is the record, a store item an
+                                  -- app's state: no fact is their duplicate,
+                                  -- merge or contradiction.
                                   where not r.episode
                                   offset 0) as x
                             order by x.distance, case when x.distance is null then -x.memory_id else x.memory_id end

@@ -181,6 +181,9 @@ comment on function pgmem.count_memories(text, text[]) is
 
 -- Everything needed to rebuild a memory elsewhere, in id order (the order it
 -- was written, so an import replays supersessions in the same order).
+-- (Its result gained kept and the store item's key, value and time to
+-- live: a new result type is a new function.)
+drop function if exists pgmem.export_memories(text, text[]);
 create or replace function pgmem.export_memories(p_subject text default null, p_statuses text[] default null)
 returns table (
     memory_id bigint, subject text, agent_id text, session_id text, kind text, content text,
@@ -188,7 +191,8 @@ returns table (
     triple_subject text, triple_predicate text, triple_object text, valid_from timestamptz,
     valid_to timestamptz, status text, status_changed_at timestamptz, pinned boolean,
     access_count integer, last_accessed_at timestamptz, expires_at timestamptz, metadata jsonb,
-    created_at timestamptz, updated_at timestamptz
+    created_at timestamptz, updated_at timestamptz, kept boolean, item_key text, item_value jsonb,
+    item_ttl_minutes double precision
 )
 language plpgsql
 stable
@@ -206,7 +210,8 @@ begin
            m.embedding::real[], m.importance, d.effective_importance, m.confidence,
            m.source, m.triple_subject, m.triple_predicate, m.triple_object, m.valid_from,
            m.valid_to, m.status, m.status_changed_at, m.pinned, m.access_count,
-           m.last_accessed_at, m.expires_at, m.metadata, m.created_at, m.updated_at
+           m.last_accessed_at, m.expires_at, m.metadata, m.created_at, m.updated_at, m.kept,
+           m.item_key, m.item_value, pg_catalog.date_part('epoch', m.item_ttl) / 60
     from pgmem.memories as m
     left join pgmem.memory_decay as d on d.tenant_id = m.tenant_id and d.memory_id = m.memory_id
     where m.tenant_id = v_tenant
@@ -217,4 +222,4 @@ end
 $$;
 
 comment on function pgmem.export_memories(text, text[]) is
-    'The bound tenant''s memories with every field and the embedding as real[], in id order (write order): what pgmem export writes as JSON lines and Memory.import_memories reads back.';
+    'The bound tenant''s memories with every field and the embedding as real[], in id order (write order), a store item''s key, value and ttl in minutes too: what pgmem export writes as JSON lines and Memory.import_memories reads back.';

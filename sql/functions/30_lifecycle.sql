@@ -256,7 +256,9 @@ begin
                                m.last_accessed_at, p_now) as score
         ) as v
         where m.status = 'active'
-          and not m.pinned and not m.kept
+          -- A store item is kept, but an app that gave it a time to live
+          -- asked for it to go.
+          and not m.pinned and (not m.kept or (m.source = 'store' and m.expires_at <= p_now))
           and (v_tenant is null or m.tenant_id = v_tenant)
           and (v.score < p.archive_threshold or m.expires_at <= p_now)
         for no key update of m skip locked
@@ -292,7 +294,7 @@ end
 $$;
 
 comment on function pgmem.archive(timestamptz, text) is
-    'Archives active memories, neither pinned nor kept, whose decayed importance is below the tenant''s archive_threshold (weak) or whose expires_at has passed (expired): out of recall, still stored, restorable until purge. Logs an archive event per memory; returns both counts.';
+    'Archives active memories, neither pinned nor kept (but store items past their time to live), whose decayed importance is below the tenant''s archive_threshold (weak) or whose expires_at has passed (expired): out of recall, still stored, restorable until purge. Logs an archive event per memory; returns both counts.';
 
 create or replace function pgmem.enforce_capacity(
     p_now timestamptz default pg_catalog.now(),

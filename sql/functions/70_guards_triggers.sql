@@ -62,6 +62,19 @@ begin
     if pgmem._bypasses_rls() then
         return new;
     end if;
+    -- A store item's key, value and text change together, by
+    -- pgmem.put_items only: written apart, its text would stop saying its
+    -- value, or a row become another key's. (Its vector may be set.)
+    if (tg_op = 'INSERT' and new.source = 'store')
+       or (tg_op = 'UPDATE' and 'store' in (old.source, new.source)
+           and (new.content, new.session_id, new.agent_id, new.triple_subject, new.triple_predicate,
+                new.triple_object, new.metadata, new.source, new.item_key, new.item_value, new.item_ttl)
+               is distinct from (old.content, old.session_id, old.agent_id, old.triple_subject, old.triple_predicate,
+                                 old.triple_object, old.metadata, old.source, old.item_key, old.item_value,
+                                 old.item_ttl)) then
+        raise exception 'store items are written by pgmem.put_items, not by %', tg_op
+            using errcode = '42501', hint = 'Put or delete an item with pgmem.put_items / pgmem.delete_items.';
+    end if;
     if tg_op = 'INSERT' or new.content is distinct from old.content then
         v_max_bytes := (pgmem._byte_limits(new.tenant_id)).max_content_bytes;
         -- Size first: a text over the limit is not read by the injection rules.
@@ -88,7 +101,7 @@ end
 $$;
 
 comment on function pgmem._memories_guard() is
-    'Row trigger on pgmem.memories: usable embedding norm (PM017) for every writer; for app roles, size limits (PM012, PM023), no prompt injection (PM024) and redaction of content, triple object, session, agent and metadata, as pgmem.remember applies them (internal).';
+    'Row trigger on pgmem.memories: usable embedding norm (PM017) for every writer; for app roles, no write of a store item but its vector (42501: pgmem.put_items writes them), size limits (PM012, PM023), no prompt injection (PM024) and redaction of content, triple object, session, agent and metadata, as pgmem.remember applies them (internal).';
 
 create or replace function pgmem._memory_events_guard()
 returns trigger
