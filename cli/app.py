@@ -43,6 +43,7 @@ VERBS: dict[str, Verb] = {
     "profile": Verb("memory", "profile", "Show or edit a user's core profile (in every prompt)."),
     "erase": Verb("memory", "erase", "Erase everything about a user for good."),
     "stats": Verb("memory", "stats", "Memories per kind and status, backlog and capacity use."),
+    "watch": Verb("memory", "watch", "Follow the tenant's memory changes as they happen."),
     "export": Verb(
         "transfer", "export", "Write a tenant's (or one user's) memories as JSON Lines."
     ),

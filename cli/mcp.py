@@ -59,7 +59,8 @@ def mcp(
     Tools: long-term (remember, recall, context, list_memories, update, forget, pin,
     unpin, history), sessions (append_turn, session_window, session_summary, prompt)
     and tasks (start_task, resume_task, task_state, record_step, fail_step,
-    finish_task); resource pgmem://memories/{user}. The server acts for one tenant and
+    finish_task); resource pgmem://memories/{user}, updated when that user's memories
+    change. The server acts for one tenant and
     refuses to start without one. Needs the optional extra named mcp (make setup installs it).
     """
     try:
@@ -74,7 +75,9 @@ def mcp(
     except StartupError as exc:
         memory.close()
         raise fail(str(exc)) from None
-    server = build_server(binding)
+    server = build_server(
+        binding, watcher=lambda: Memory(dsn_for(dsn), tenant=tenant, embedder=False, llm=False)
+    )
     try:
         if transport is Transport.stdio:
             server.run("stdio")

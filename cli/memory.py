@@ -664,3 +664,53 @@ def stats(
         _print_fields(result["backlog"], title="archive and purge backlog")
     if result["capacity"]:
         print_rows(result["capacity"], title="capacity use")
+
+
+def watch(
+    user: Annotated[
+        str | None,
+        typer.Option("--user", "-u", envvar="PGMEM_USER", help="Only this subject's changes."),
+    ] = None,
+    after: Annotated[
+        str,
+        typer.Option(
+            "--after", help="Stream position to start after (0/0: the beginning; a printed one)."
+        ),
+    ] = "0/0",
+    once: Annotated[
+        bool, typer.Option("--once", help="Print the changes recorded so far, then exit.")
+    ] = False,
+    tenant: TenantOption = None,
+    dsn: DsnOption = None,
+    as_jsonl: JsonlOption = False,
+) -> None:
+    """Follow the tenant's memory changes as they happen (inserts, updates, supersessions,
+    deletes…), one line each, until interrupted; ``--jsonl`` for one JSON object a line,
+    each with its ``stream_position`` to resume from (``--after``)."""
+    with memory_errors(dsn), open_memory(dsn, tenant) as memory:
+        events = (
+            iter(_all_changes(memory, after, user)) if once else memory.watch(user, after=after)
+        )
+        try:
+            for row in events:
+                if as_jsonl:
+                    print_json(dict(row), lines=True)
+                else:
+                    text = row["new_content"] or row["old_content"] or ""
+                    sys.stdout.write(
+                        f"{row['stream_position']}  {row['created_at']:%Y-%m-%d %H:%M:%S}  "
+                        f"{row['event']:<11} {row['subject'] or '-'}  "
+                        f"#{row['memory_id'] or '-'}  {text}\n"
+                    )
+                sys.stdout.flush()
+        except KeyboardInterrupt:
+            return
+
+
+def _all_changes(memory: Memory, after: str, user: str | None) -> Iterator[Mapping[str, Any]]:
+    while True:
+        rows = memory.changes(after, user, limit=1000)
+        yield from rows
+        if len(rows) < 1000:
+            return
+        after = rows[-1]["stream_position"]

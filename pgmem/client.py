@@ -47,6 +47,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal, TypeAlias
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -97,6 +98,8 @@ EARLY_SIZE_CHECK = 4096
 # set-based insert of plainly new items dominates, small enough that a progress bar
 # moves and a bad record is reported close to where it is.
 IMPORT_BATCH = 256
+# The change stream's first position (pgmem.changes).
+START = "0/0"
 # The source of a store item's memory (pgmem.put_items, the LangGraph store).
 STORE = "store"
 # Rows fetched per round trip while exporting (server-side cursor).
@@ -799,6 +802,65 @@ class Memory:
         including those tied to no memory, such as rejected prompt injections."""
         with self._call(conn) as c:
             return fetch_all(c, queries.SUBJECT_EVENTS, {"subject": user_id, "event": event})
+
+    def changes(
+        self,
+        after: str = START,
+        user_id: str | None = None,
+        *,
+        limit: int = 100,
+        conn: Connection | None = None,
+    ) -> Rows:
+        """The tenant's memory events after stream position ``after`` (:data:`START`:
+        from the beginning), of one user or all, oldest first, each with its
+        ``stream_position``: pass the last one back for the next page
+        (``pgmem.changes``). No event is missed or read twice."""
+        params = {"after": after, "subject": user_id, "limit": limit}
+        with self._call(conn) as c:
+            return fetch_all(c, queries.CHANGES, params)
+
+    def watch(
+        self,
+        user_id: str | None = None,
+        *,
+        after: str | None = START,
+        poll: float = 5.0,
+        limit: int = 100,
+    ) -> Iterator[Row]:
+        """Follow the change stream: every event after ``after`` (None: from now on) as
+        it is recorded, for ever (stop by breaking out). One connection is held for it,
+        listening on the tenant's channel (``pgmem.change_channel``); it reads the new
+        events when notified, and every ``poll`` seconds in any case (on Citus there
+        are no notifications)."""
+        with self._dedicated() as conn:
+            with self.transaction(conn) as c:
+                channel = fetch_one(c, queries.CHANGE_CHANNEL, {})["channel"]
+                if after is None:
+                    after = fetch_one(c, queries.CHANGE_POSITION, {})["position"]
+            conn.execute(sql.SQL("listen {}").format(sql.Identifier(channel)))
+            conn.commit()
+            while True:
+                rows = self.changes(after, user_id, limit=limit, conn=conn)
+                conn.commit()
+                for row in rows:
+                    after = row["stream_position"]
+                    yield row
+                if len(rows) < limit:
+                    # Woken by a notification, or after poll seconds.
+                    for _ in conn.notifies(timeout=poll, stop_after=1):
+                        pass
+
+    @contextmanager
+    def _dedicated(self) -> Iterator[Connection]:
+        """A connection held for a long call: the caller's, or one of the pool's."""
+        if self._conn is not None:
+            yield self._conn
+        elif self._pool is not None:
+            with self._pool.connection() as pooled:
+                yield pooled
+        else:
+            with self._pooled() as pooled:
+                yield pooled
 
     def stats(
         self, user_id: str | None = None, *, top: int = 20, conn: Connection | None = None

@@ -623,6 +623,9 @@ def _write_settings(cluster: Cluster, config: Config, user: pwd.struct_passwd | 
         "shared_buffers": _conf_string("256MB"),
         "maintenance_work_mem": _conf_string("512MB"),
         "work_mem": _conf_string("16MB"),
+        # The change stream's publication (pgmem_changes) can be consumed by
+        # logical replication.
+        "wal_level": "logical",
     }
     if citus:
         settings.update(

@@ -452,3 +452,33 @@ def test_arguments_are_bounded_before_any_work(db: Db, new_tenant: Callable[[], 
 
     run(body)
     assert acme.conn.execute("select count(*) from pgmem.memories").fetchone() == (0,)
+
+
+def test_a_subscribed_client_hears_when_a_users_memories_change(
+    db: Db, new_tenant: Callable[[], Tenant]
+) -> None:
+    """Over stdio, a `subscriptions/listen` client subscribed to pgmem://memories/alice
+    is told when alice's memories change, by the server's own tools or by anyone else
+    writing them; bob's changes and another tenant's never reach it."""
+    acme, other = new_tenant(), new_tenant()
+
+    async def body() -> None:
+        async with Client(server_params(acme.dsn)) as client:
+            async with client.listen(resource_subscriptions=["pgmem://memories/alice"]) as sub:
+                await client.call_tool("remember", {"text": "Bob likes jazz", "user": "bob"})
+                Memory(conn=other.conn, embedder=False, llm=False).add(
+                    "Alice in another tenant", "alice", infer=False
+                )
+                # Neither bob's change nor the other tenant's alice is heard.
+                with anyio.move_on_after(3) as quiet:
+                    heard = await sub.__anext__()
+                    raise AssertionError(f"heard {heard} for another user or tenant")
+                assert quiet.cancelled_caught
+                Memory(conn=acme.conn, embedder=False, llm=False).add(
+                    "Alice likes tea", "alice", infer=False
+                )
+                with anyio.fail_after(15):
+                    event = await sub.__anext__()
+                assert event.uri == "pgmem://memories/alice"
+
+    run(body)

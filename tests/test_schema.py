@@ -155,6 +155,7 @@ def test_every_tenant_table_forces_rls_and_leads_with_tenant(admin: psycopg.Conn
         "task_steps",
         "reembed_vectors",
         "memory_decay",
+        "_change_channels",
     }
     assert all(rls and forced for _, rls, forced in tables), tables
     # tenant_id leads every index of a tenant table, except HNSW (one column only).

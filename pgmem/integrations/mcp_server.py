@@ -25,9 +25,11 @@ turns, window, rolling summary and the prompt assembled from every layer) and
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeAlias, get_args
@@ -36,6 +38,8 @@ import psycopg
 import pydantic_core
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp.shared.subscriptions import ResourceUpdated
 from mcp.types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -695,14 +699,66 @@ TASK_TOOLS: Sequence[tuple[Callable[[Binding], Callable[..., Any]], ToolAnnotati
 )
 
 
-def build_server(binding: Binding) -> MCPServer:
-    """An MCP server whose tools act through ``binding``; run it with ``.run()``."""
+def _follow_changes(
+    watcher: Memory,
+    subject: str | None,
+    bus: InMemorySubscriptionBus,
+    loop: asyncio.AbstractEventLoop,
+    stop: threading.Event,
+) -> None:
+    """Publish ``pgmem://memories/{user}`` as updated whenever that user's memories
+    change (the tenant's change stream, from now on), until ``stop``."""
+    try:
+        for event in watcher.watch(subject, after=None, poll=1.0):
+            if stop.is_set():
+                return
+            if event["subject"] is not None:
+                uri = f"pgmem://memories/{event['subject']}"
+                asyncio.run_coroutine_threadsafe(bus.publish(ResourceUpdated(uri=uri)), loop)
+            if stop.is_set():
+                return
+    except Exception:
+        # The tools still work; clients only stop hearing of changes.
+        logging.getLogger("pgmem").exception("the change stream of pgmem mcp stopped")
+    finally:
+        watcher.close()
+
+
+def build_server(binding: Binding, *, watcher: Callable[[], Memory] | None = None) -> MCPServer:
+    """An MCP server whose tools act through ``binding``; run it with ``.run()``.
+
+    ``watcher`` makes the client (its own connection) that follows the tenant's change
+    stream while the server runs: a ``subscriptions/listen`` client subscribed to
+    ``pgmem://memories/{user}`` then hears whenever that user's memories change,
+    whoever changed them."""
+    bus = InMemorySubscriptionBus()
+
+    @asynccontextmanager
+    async def follow(_: MCPServer) -> AsyncIterator[None]:
+        if watcher is None:
+            yield
+            return
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=_follow_changes,
+            args=(watcher(), binding.subject, bus, asyncio.get_running_loop(), stop),
+            name="pgmem-mcp-changes",
+            daemon=True,
+        )
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+
     server: MCPServer = MCPServer(
         "pgmem",
         title="pgmem memory",
         instructions=INSTRUCTIONS,
         version=__version__,
         log_level="WARNING",
+        subscriptions=bus,
+        lifespan=follow,
     )
     for factory, hints in (*LONG_TERM_TOOLS, *SESSION_TOOLS, *TASK_TOOLS):
         server.add_tool(factory(binding), annotations=hints, structured_output=True)
@@ -710,7 +766,10 @@ def build_server(binding: Binding) -> MCPServer:
     @server.resource(
         "pgmem://memories/{user}",
         name="memories",
-        description="The active memories of a subject, newest first (at most 100).",
+        description=(
+            "The active memories of a subject, newest first (at most 100); subscribe to hear "
+            "when they change."
+        ),
         mime_type="application/json",
     )
     def memories(user: str) -> list[Row]:

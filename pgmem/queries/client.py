@@ -27,6 +27,9 @@ __all__ = [
     "BIND_TENANT_SESSION",
     "CANCEL_REEMBED",
     "CAPACITY_USAGE",
+    "CHANGES",
+    "CHANGE_CHANNEL",
+    "CHANGE_POSITION",
     "CHECK_CONTENT_SIZE",
     "CONTEXT",
     "COUNT_EXPORT",
@@ -305,4 +308,14 @@ DELETE_ITEMS: Final = "select * from pgmem.delete_items(%(subject)s, %(keys)s::t
 GET_ITEMS: Final = """
 select * from pgmem.get_items(%(subject)s, %(keys)s::text[], %(memory_ids)s::bigint[],
                               %(limit)s::integer, %(offset)s, %(refresh)s)
+"""
+
+# ------------------------------------------------------------------------ change stream
+
+CHANGE_CHANNEL: Final = "select pgmem.change_channel() as channel"
+
+CHANGE_POSITION: Final = "select pgmem.change_position() as position"
+
+CHANGES: Final = """
+select * from pgmem.changes(%(after)s::text, %(subject)s::text, %(limit)s::integer)
 """

@@ -291,6 +291,8 @@ begin
     end if;
     -- settings has no foreign key (the defaults row is not a tenant).
     delete from pgmem.settings as s where s.tenant_id = p_tenant;
+    -- Nor has the change channel (it stays on a Citus coordinator).
+    delete from pgmem._change_channels as c where c.tenant_id = p_tenant;
     return v_memories;
 end
 $$;
