@@ -94,7 +94,9 @@ def test_stdio_every_long_term_tool(db: Db, new_tenant: Callable[[], Tenant]) ->
             for tool in tools.values():
                 assert tool.description, tool.name
             recall_schema = tools["recall"].input_schema
-            assert recall_schema["required"] == ["query"]
+            # Without a fixed subject every subject-taking tool requires `user`.
+            assert recall_schema["required"] == ["query", "user"]
+            assert recall_schema["additionalProperties"] is False
             assert recall_schema["properties"]["k"]["maximum"] == MAX_K
             assert tools["recall"].annotations.read_only_hint is True
 
@@ -190,7 +192,9 @@ def test_stdio_every_long_term_tool(db: Db, new_tenant: Callable[[], Tenant]) ->
             # Errors come back as tool errors with the PM code and hint; the server lives on.
             too_long = error_text(
                 await client.call_tool(
-                    "remember", {"text": "word " * 4000, "user": "alice", "infer": False}
+                    # Within the schema's 16,384 characters, over the engine's bytes.
+                    "remember",
+                    {"text": "词" * 6000, "user": "alice", "infer": False},
                 )
             )
             assert "PM012" in too_long and "hint" in too_long
@@ -301,7 +305,10 @@ def test_fixed_subject_confines_ids(db: Db, new_tenant: Callable[[], Tenant]) ->
             assert stored[0]["action"] == "inserted"
             listed = data(await client.call_tool("list_memories", {}))
             assert [r["subject"] for r in listed] == ["alice"]
-            assert "alice" in error_text(
+            # The schemas take no `user`: a call naming one, bob included, is refused.
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert all("user" not in t.input_schema["properties"] for t in tools.values())
+            assert "unknown argument `user`" in error_text(
                 await client.call_tool("recall", {"query": "tea", "user": "bob"})
             )
             assert "PM022" in error_text(await client.call_tool("forget", {"memory_id": bobs}))
@@ -463,22 +470,76 @@ def test_a_subscribed_client_hears_when_a_users_memories_change(
     acme, other = new_tenant(), new_tenant()
 
     async def body() -> None:
-        async with Client(server_params(acme.dsn)) as client:
-            async with client.listen(resource_subscriptions=["pgmem://memories/alice"]) as sub:
-                await client.call_tool("remember", {"text": "Bob likes jazz", "user": "bob"})
-                Memory(conn=other.conn, embedder=False, llm=False).add(
-                    "Alice in another tenant", "alice", infer=False
-                )
-                # Neither bob's change nor the other tenant's alice is heard.
-                with anyio.move_on_after(3) as quiet:
-                    heard = await sub.__anext__()
-                    raise AssertionError(f"heard {heard} for another user or tenant")
-                assert quiet.cancelled_caught
-                Memory(conn=acme.conn, embedder=False, llm=False).add(
-                    "Alice likes tea", "alice", infer=False
-                )
-                with anyio.fail_after(15):
-                    event = await sub.__anext__()
-                assert event.uri == "pgmem://memories/alice"
+        async with (
+            Client(server_params(acme.dsn)) as client,
+            client.listen(resource_subscriptions=["pgmem://memories/alice"]) as sub,
+        ):
+            await client.call_tool("remember", {"text": "Bob likes jazz", "user": "bob"})
+            Memory(conn=other.conn, embedder=False, llm=False).add(
+                "Alice in another tenant", "alice", infer=False
+            )
+            # Neither bob's change nor the other tenant's alice is heard.
+            with anyio.move_on_after(3) as quiet:
+                heard = await sub.__anext__()
+                raise AssertionError(f"heard {heard} for another user or tenant")
+            assert quiet.cancelled_caught
+            Memory(conn=acme.conn, embedder=False, llm=False).add(
+                "Alice likes tea", "alice", infer=False
+            )
+            with anyio.fail_after(15):
+                event = await sub.__anext__()
+            assert event.uri == "pgmem://memories/alice"
 
     run(body)
+
+
+def test_bad_arguments_are_refused_in_one_line_naming_the_argument(
+    db: Db, new_tenant: Callable[[], Tenant]
+) -> None:
+    """No pydantic dump, no silent success: each refusal names the argument, says what
+    is wrong and what was given, and nothing is stored."""
+    acme = new_tenant()
+    server = build_server(bind(Memory(conn=acme.conn, embedder=False, llm=False)))
+    calls: list[tuple[str, dict[str, Any], str]] = [
+        ("recall", {"query": "tea", "user": "eve", "k": 500}, "`k`"),
+        ("recall", {"query": "tea", "user": "eve", "since": "yesterday"}, "`since`"),
+        ("recall", {"query": "tea"}, "`user` is required"),
+        ("append_turn", {"session_id": "s", "role": "robot", "content": "hi", "user": "eve"},
+         "`role`"),
+        ("append_turn", {"session_id": "s", "role": "user", "content": "  ", "user": "eve"},
+         "`content` must not be blank"),
+        ("start_task", {"goal": "g", "plan": [], "user": "eve"}, "`plan`"),
+        ("remember", {"text": "   ", "user": "eve"}, "`text` must not be blank"),
+        ("remember", {"messages": [{"role": "robot", "content": "x"}], "user": "eve"},
+         "`messages.0.role`"),
+        ("remember", {"messages": [{"role": "user"}], "user": "eve"},
+         "`messages.0.content` is required"),
+        ("remember", {"messages": [], "user": "eve"}, "`messages`"),
+        ("remember", {"text": "I like tea", "user": "eve", "tags": ["x"]},
+         "unknown argument `tags`"),
+        ("update", {"memory_id": 2**63}, "`memory_id`"),
+    ]  # fmt: skip
+
+    async def body() -> None:
+        async with Client(server) as client:
+            for tool, arguments, named in calls:
+                text = error_text(await client.call_tool(tool, arguments))
+                assert named in text and f"invalid arguments for {tool}" in text, (tool, text)
+                assert "\n" not in text and "pydantic" not in text, text
+
+    run(body)
+    assert acme.conn.execute("select count(*) from pgmem.memories").fetchone() == (0,)
+    assert acme.conn.execute("select count(*) from pgmem.session_messages").fetchone() == (0,)
+
+
+def test_database_hints_name_tools_not_sql() -> None:
+    from pgmem.integrations.mcp_server import _tool_hint
+
+    assert _tool_hint("Call pgmem.set_task() to change the plan.") == (
+        "Call the `start_task` tool to change the plan."
+    )
+    assert _tool_hint("Use pgmem.update_memory or pgmem.forget.") == (
+        "Use the `update` tool or the `forget` tool."
+    )
+    assert _tool_hint("Run pgmem.purge() as an administrator.") is None
+    assert _tool_hint("Split it into smaller facts.") == "Split it into smaller facts."

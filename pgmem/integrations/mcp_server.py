@@ -26,7 +26,9 @@ turns, window, rolling summary and the prompt assembled from every layer) and
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
+import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -38,10 +40,12 @@ import psycopg
 import pydantic_core
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.subscriptions import ResourceUpdated
 from mcp.types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pgmem import __version__
 from pgmem.client import Memory, MemoryNotFound, TenantError, _message
@@ -68,7 +72,12 @@ MAX_TOKEN_BUDGET = 8000  # context block, in pgmem.context's estimated tokens
 MAX_HOPS = 3  # ripple over memory_links; pgmem.recall allows 0..3
 MAX_WINDOW_TURNS = 200  # session_window turns per call
 MAX_PLAN_STEPS = 50  # steps in a task plan
-MAX_TEXT = 65536  # characters a remember call or a turn takes (text, or all messages)
+# The engine's own limits (pgmem.settings' defaults; a tenant's come from bind()): a
+# memory's text (max_content_bytes) and a session turn (max_turn_bytes). A schema
+# counts characters, the engine bytes: a text within the schema's length that is
+# over in bytes is refused (PM012) before it is embedded.
+MAX_TEXT = 16384
+MAX_TURN = 65536
 MAX_QUERY = 4096  # characters of a recall, context or prompt query: a question, not a file
 MAX_ID = 2**63 - 1  # ids are PostgreSQL bigints
 
@@ -101,6 +110,27 @@ Kinds = Annotated[
     list[Kind] | None,
     Field(description="Only these kinds of memory (default: every kind)."),
 ]
+# What `user` is when the server serves any subject: required, and only then in the
+# schemas (with a fixed subject the tools take none; see _as_served).
+RequiredUser = Annotated[
+    str,
+    Field(
+        description="Whose memories: the subject (user) id.",
+        min_length=1,
+        max_length=256,
+        pattern=r"\S",
+    ),
+]
+
+
+class Message(BaseModel):
+    """One message of a conversation turn."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant", "system", "tool"]
+    content: Annotated[str, Field(min_length=1, max_length=MAX_TURN, pattern=r"\S")]
+
 
 INSTRUCTIONS = """\
 Long-term memory of the user, kept in PostgreSQL by pgmem.
@@ -168,6 +198,117 @@ class Binding:
             yield
 
 
+# The SQL functions a database hint may name, and the tool that does the same: an
+# agent calls tools, not SQL. A hint naming a function no tool calls is left out.
+SQL_TOOLS = {
+    "remember": "remember",
+    "remember_many": "remember",
+    "recall": "recall",
+    "context": "context",
+    "list_memories": "list_memories",
+    "get_memory": "list_memories",
+    "update_memory": "update",
+    "forget": "forget",
+    "pin": "pin",
+    "unpin": "unpin",
+    "history": "history",
+    "profile": "profile",
+    "set_profile": "profile_remove",
+    "append_message": "append_turn",
+    "session_window": "session_window",
+    "session_summary": "session_summary",
+    "prompt": "prompt",
+    "start_task": "start_task",
+    "set_task": "start_task",
+    "resume_task": "resume_task",
+    "task_state": "task_state",
+    "record_step": "record_step",
+    "fail_step": "fail_step",
+    "finish_task": "finish_task",
+}
+_SQL_NAME = re.compile(r"pgmem\.([a-z_]+)(?:\(\))?")
+
+
+def _tool_hint(hint: str) -> str | None:
+    """A database hint in tools' words, or None when it names SQL no tool offers."""
+    names = _SQL_NAME.findall(hint)
+    if any(name not in SQL_TOOLS for name in names):
+        return None
+    return _SQL_NAME.sub(lambda m: f"the `{SQL_TOOLS[m[1]]}` tool", hint)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _argument_errors(tool: str, exc: ValidationError) -> str:
+    """A refusal of a call's arguments in one line: each bad argument, what is wrong
+    with it and what was given, no pydantic dump."""
+    parts = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        if error["type"] == "extra_forbidden":
+            parts.append(f"unknown argument `{where}`")
+        elif error["type"] == "missing":
+            parts.append(f"`{where}` is required")
+        elif error["type"] == "string_pattern_mismatch":  # the only pattern: not blank
+            parts.append(f"`{where}` must not be blank")
+        else:
+            parts.append(f"`{where}`: {error['msg']} (got {_short(error.get('input'))})")
+    return (
+        f"invalid arguments for {tool}: {'; '.join(parts)} "
+        f"(hint: tools/list gives the input schema of {tool})"
+    )
+
+
+class _CheckedTool(Tool):
+    """A tool whose arguments are checked first, a refusal said in one line."""
+
+    async def run(
+        self, arguments: dict[str, Any], context: Any, convert_result: bool = False
+    ) -> Any:
+        try:
+            self.fn_metadata.validate_arguments(arguments)
+        except ValidationError as exc:
+            raise ToolError(_argument_errors(self.name, exc)) from exc
+        return await super().run(arguments, context, convert_result)
+
+
+def _as_served(fn: Callable[..., Any], binding: Binding) -> Callable[..., Any]:
+    """The tool's signature as this server serves it: with a fixed subject no `user`
+    argument at all; otherwise a required one. Its schema then says the truth."""
+    signature = inspect.signature(fn, eval_str=True)
+    if "user" not in signature.parameters:
+        return fn
+    parameters = []
+    for parameter in signature.parameters.values():
+        if parameter.name == "user":
+            if binding.subject is not None:
+                continue
+            parameter = parameter.replace(annotation=RequiredUser, default=inspect.Parameter.empty)
+        # Keyword-only: a required `user` may then follow optional arguments.
+        parameters.append(parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+    fn.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    return fn
+
+
+def _tool(fn: Callable[..., Any], binding: Binding, hints: ToolAnnotations) -> Tool:
+    tool = _CheckedTool.from_function(
+        _as_served(fn, binding), annotations=hints, structured_output=True
+    )
+    # Unknown arguments are refused, not ignored, and the schema says so.
+    loose = tool.fn_metadata.arg_model
+    strict: type[ArgModelBase] = type(
+        loose.__name__,
+        (loose,),
+        {"model_config": ConfigDict(**loose.model_config, extra="forbid"), "__module__": __name__},
+    )
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
+    return tool
+
+
 @contextmanager
 def tool_errors() -> Iterator[None]:
     """Database refusals as tool errors with the PM code and hint, never a crash."""
@@ -181,8 +322,9 @@ def tool_errors() -> Iterator[None]:
         raise ToolError(f"{exc} (hint: start_task or resume_task gives a task id)") from exc
     except psycopg.Error as exc:
         code = f" [{exc.sqlstate}]" if exc.sqlstate else ""
-        primary, _, hint = _message(exc).partition(" (hint: ")
-        raise ToolError(f"{primary}{code}" + (f" (hint: {hint}" if hint else "")) from exc
+        primary = exc.diag.message_primary or _message(exc).partition(" (hint: ")[0]
+        hint = _tool_hint(exc.diag.message_hint) if exc.diag.message_hint else None
+        raise ToolError(f"{primary}{code}" + (f" (hint: {hint})" if hint else "")) from exc
     except (TenantError, EmbeddingError, LLMError, ValueError) as exc:
         raise ToolError(str(exc)) from exc
 
@@ -218,16 +360,22 @@ def _remember(b: Binding) -> Callable[..., list[Row]]:
         text: Annotated[
             str | None,
             Field(
-                description="What was said or learned, in the user's words.", max_length=MAX_TEXT
+                description=(
+                    f"What was said or learned, in the user's words (at most {MAX_TEXT} bytes)."
+                ),
+                min_length=1,
+                max_length=MAX_TEXT,
+                pattern=r"\S",
             ),
         ] = None,
         messages: Annotated[
-            list[dict[str, Annotated[str, Field(max_length=MAX_TEXT)]]] | None,
+            list[Message] | None,
             Field(
                 description=(
                     'A conversation turn: [{"role": "user"|"assistant", "content": …}], '
-                    f"at most {MAX_TEXT} characters of content in all."
+                    f"at most {MAX_TURN} characters of content in all."
                 ),
+                min_length=1,
                 max_length=200,
             ),
         ] = None,
@@ -253,13 +401,13 @@ def _remember(b: Binding) -> Callable[..., list[Row]]:
         rejected (prompt injection), and the memory_id concerned."""
         if (text is None) == (messages is None):
             raise ToolError("give exactly one of `text` or `messages`")
-        if messages is not None and sum(len(m.get("content", "")) for m in messages) > MAX_TEXT:
+        if messages is not None and sum(len(m.content) for m in messages) > MAX_TURN:
             raise ToolError(
-                f"messages hold more than {MAX_TEXT} characters: remember a turn at a time"
+                f"messages hold more than {MAX_TURN} characters: remember a turn at a time"
             )
         with b.call():
             return b.memory.add(
-                text if text is not None else messages or [],
+                text if text is not None else [m.model_dump() for m in messages or []],
                 b.user(user),
                 session_id=session_id,
                 infer=infer,
@@ -499,7 +647,7 @@ def _append_turn(b: Binding) -> Callable[..., Row]:
     def append_turn(
         session_id: SessionId,
         role: Literal["system", "user", "assistant", "tool"],
-        content: Annotated[str, Field(max_length=MAX_TEXT)],
+        content: Annotated[str, Field(min_length=1, max_length=MAX_TURN, pattern=r"\S")],
         user: User = None,
         protected: Annotated[
             bool, Field(description="Never cut from the window (e.g. instructions).")
@@ -759,9 +907,11 @@ def build_server(binding: Binding, *, watcher: Callable[[], Memory] | None = Non
         log_level="WARNING",
         subscriptions=bus,
         lifespan=follow,
+        tools=[
+            _tool(factory(binding), binding, hints)
+            for factory, hints in (*LONG_TERM_TOOLS, *SESSION_TOOLS, *TASK_TOOLS)
+        ],
     )
-    for factory, hints in (*LONG_TERM_TOOLS, *SESSION_TOOLS, *TASK_TOOLS):
-        server.add_tool(factory(binding), annotations=hints, structured_output=True)
 
     @server.resource(
         "pgmem://memories/{user}",
