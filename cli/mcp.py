@@ -11,7 +11,9 @@ from pgmem.cli.common import DsnOption, dsn_for, fail
 
 # The port the MCP SDK's own examples use for streamable HTTP.
 DEFAULT_HTTP_PORT = 8000
-HTTP_HOST = "127.0.0.1"  # never reachable from another machine: tools act for a tenant
+# Tools act for a tenant: without --auth the server is reachable from this machine only.
+HTTP_HOST = "127.0.0.1"
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 class Transport(StrEnum):
@@ -26,10 +28,23 @@ def mcp(
     ] = Transport.stdio,
     port: Annotated[
         int,
-        typer.Option(
-            "--port", min=1, max=65535, help=f"HTTP port on {HTTP_HOST} (streamable HTTP at /mcp)."
-        ),
+        typer.Option("--port", min=1, max=65535, help="HTTP port (streamable HTTP at /mcp)."),
     ] = DEFAULT_HTTP_PORT,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help=f"HTTP address to listen on (default {HTTP_HOST}); any other needs --auth.",
+        ),
+    ] = HTTP_HOST,
+    auth: Annotated[
+        bool,
+        typer.Option(
+            "--auth",
+            help="HTTP: every request must carry a bearer token of the tenant "
+            "(pgmem tenant token TENANT --label NAME).",
+        ),
+    ] = False,
     tenant: Annotated[
         str | None,
         typer.Option(
@@ -69,19 +84,29 @@ def mcp(
         raise fail(f"{exc}: install the extra with pip install 'pgmem-engine[mcp]'") from None
     from pgmem.client import Memory
 
+    if transport is Transport.http and host not in LOOPBACK and not auth:
+        raise fail(
+            f"refusing to serve {host} without --auth: anyone who can reach it would act for "
+            "the tenant; make tokens with pgmem tenant token TENANT --label NAME"
+        )
+    if transport is Transport.stdio and auth:
+        raise fail("--auth applies to --transport http (stdio serves the client that starts it)")
     memory = Memory(dsn_for(dsn), tenant=tenant, embedder=False if no_embed else None)
     try:
         binding = bind(memory, subject=user)
     except StartupError as exc:
         memory.close()
         raise fail(str(exc)) from None
+    url_host = f"[{host}]" if ":" in host else host
     server = build_server(
-        binding, watcher=lambda: Memory(dsn_for(dsn), tenant=tenant, embedder=False, llm=False)
+        binding,
+        watcher=lambda: Memory(dsn_for(dsn), tenant=tenant, embedder=False, llm=False),
+        auth_url=f"http://{url_host}:{port}" if auth else None,
     )
     try:
         if transport is Transport.stdio:
             server.run("stdio")
         else:
-            server.run("streamable-http", host=HTTP_HOST, port=port)
+            server.run("streamable-http", host=host, port=port)
     finally:
         memory.close()

@@ -1,4 +1,4 @@
-"""`pgmem tenant create|list|drop|move`."""
+"""`pgmem tenant create|list|drop|move|token|tokens|revoke-token`."""
 
 from __future__ import annotations
 
@@ -7,14 +7,17 @@ from typing import Annotated
 
 import psycopg
 import typer
+from psycopg.rows import dict_row
 
 from pgmem.cli.common import (
+    EXIT_NOT_FOUND,
     DsnOption,
     JsonlOption,
     JsonOption,
     console,
     database_errors,
     dsn_for,
+    fail,
     output_format,
     print_rows,
 )
@@ -119,3 +122,57 @@ def move(
     shard, source, target, moved = row
     state = "moved" if moved else "already there"
     console.print(f"tenant {tenant} (shard {shard}): {source} -> {target}: {state}")
+
+
+LabelOption = Annotated[
+    str, typer.Option("--label", help="Which client the token is for, e.g. claude-desktop.")
+]
+
+
+@app.command()
+def token(
+    tenant: TenantArg,
+    label: LabelOption,
+    user: Annotated[
+        str | None,
+        typer.Option("--user", "-u", help="Confine the token to this subject's memories."),
+    ] = None,
+    dsn: DsnOption = None,
+) -> None:
+    """Make a bearer token for `pgmem mcp --transport http --auth` (shown once)."""
+    with database_errors(dsn), psycopg.connect(dsn_for(dsn)) as conn:
+        row = conn.execute(
+            admin_queries.CREATE_MCP_TOKEN, {"tenant": tenant, "label": label, "subject": user}
+        ).fetchone()
+    assert row is not None
+    console.print(
+        f"token {label!r} for tenant [bold]{tenant}[/bold]" + (f", user {user}" if user else "")
+    )
+    console.print(f"{row[0]}  (shown once; store it now)", highlight=False, soft_wrap=True)
+
+
+@app.command()
+def tokens(
+    tenant: Annotated[str | None, typer.Argument(help="Only this tenant's tokens.")] = None,
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+    as_jsonl: JsonlOption = False,
+) -> None:
+    """List the bearer tokens of pgmem mcp (labels, never the tokens)."""
+    with database_errors(dsn), psycopg.connect(dsn_for(dsn), row_factory=dict_row) as conn:
+        rows = conn.execute(admin_queries.MCP_TOKENS, {"tenant": tenant}).fetchall()
+    print_rows(
+        rows, as_json=as_json, as_jsonl=as_jsonl, title="pgmem mcp tokens", empty="no tokens"
+    )
+
+
+@app.command("revoke-token")
+def revoke_token(tenant: TenantArg, label: LabelOption, dsn: DsnOption = None) -> None:
+    """Revoke a bearer token of pgmem mcp at once."""
+    with database_errors(dsn), psycopg.connect(dsn_for(dsn)) as conn:
+        row = conn.execute(
+            admin_queries.REVOKE_MCP_TOKEN, {"tenant": tenant, "label": label}
+        ).fetchone()
+    if row is None or not row[0]:
+        raise fail(f"tenant {tenant} has no token labelled {label!r}", EXIT_NOT_FOUND)
+    console.print(f"token {label!r} of tenant {tenant} revoked")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -329,3 +330,20 @@ def test_search_and_context_scope_and_time(pgmem: Run, admin: psycopg.Connection
         )
     )["context"]
     assert "(team) The team hikes every spring" in block and "guide" not in block
+
+
+def test_tenant_tokens_are_made_listed_and_revoked(pgmem: Run, admin: psycopg.Connection) -> None:
+    made = pgmem("tenant", "token", "acme", "--label", "desk", "--user", "alice")
+    assert made.returncode == 0, made.stderr
+    (token,) = re.findall(r"pgmem_[0-9a-f]{64}", made.stdout)
+    assert admin.execute(
+        "select tenant_id, subject from pgmem.mcp_token(%s)", (token,)
+    ).fetchall() == [("acme", "alice")]
+    again = pgmem("tenant", "token", "acme", "--label", "desk")
+    assert again.returncode == 1 and "PM006" in again.stderr
+    listed = pgmem("tenant", "tokens", "acme", "--json")
+    assert [(r["label"], r["subject"]) for r in json.loads(listed.stdout)] == [("desk", "alice")]
+    assert token not in listed.stdout
+    assert pgmem("tenant", "revoke-token", "acme", "--label", "desk").returncode == 0
+    assert admin.execute("select * from pgmem.mcp_token(%s)", (token,)).fetchall() == []
+    assert pgmem("tenant", "revoke-token", "acme", "--label", "desk").returncode == 4

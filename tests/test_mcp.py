@@ -11,17 +11,21 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
+import psycopg
 import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed (make setup installs it)")
 
 from conftest import Db, Tenant
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 from pgmem import Memory
@@ -365,13 +369,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def http_server(new_tenant: Callable[[], Tenant]) -> Iterator[str]:
-    acme = new_tenant()
+@contextmanager
+def serve_http(dsn: str, *args: str) -> Iterator[str]:
+    """`pgmem mcp --transport http` in a subprocess; yields its endpoint URL."""
     port = _free_port()
     proc = subprocess.Popen(
-        [PGMEM, "mcp", "--no-embed", "--transport", "http", "--port", str(port)],
-        env={**os.environ, "PGMEM_DSN": acme.dsn},
+        [PGMEM, "mcp", "--no-embed", "--transport", "http", "--port", str(port), *args],
+        env={**os.environ, "PGMEM_DSN": dsn},
         stdin=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -391,6 +395,12 @@ def http_server(new_tenant: Callable[[], Tenant]) -> Iterator[str]:
         proc.wait(timeout=30)
         if proc.stderr:
             proc.stderr.close()
+
+
+@pytest.fixture
+def http_server(new_tenant: Callable[[], Tenant]) -> Iterator[str]:
+    with serve_http(new_tenant().dsn) as url:
+        yield url
 
 
 def test_streamable_http(http_server: str) -> None:
@@ -543,3 +553,96 @@ def test_database_hints_name_tools_not_sql() -> None:
     )
     assert _tool_hint("Run pgmem.purge() as an administrator.") is None
     assert _tool_hint("Split it into smaller facts.") == "Split it into smaller facts."
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"},
+    },
+}
+
+
+def test_http_with_auth_takes_only_the_tenants_tokens(
+    db: Db, new_tenant: Callable[[], Tenant]
+) -> None:
+    """--auth: a request without a bearer token, with an unknown or revoked one, or
+    with another tenant's, is refused (401); a token made for one subject confines
+    its calls to that subject; tokens are stored only as hashes."""
+    acme, other = new_tenant(), new_tenant()
+    admin = psycopg.connect(db.dsn, autocommit=True)
+
+    def make(tenant: str, label: str, subject: str | None = None) -> str:
+        row = admin.execute(
+            "select pgmem.create_mcp_token(%s, %s, %s)", (tenant, label, subject)
+        ).fetchone()
+        assert row is not None
+        return str(row[0])
+
+    agent, alices, foreign = (
+        make(acme.name, "agent"),
+        make(acme.name, "app", "alice"),
+        make(other.name, "agent"),
+    )
+    stored = admin.execute("select token_hash, label from pgmem._mcp_tokens").fetchall()
+    assert not any(token in str(stored) for token in (agent, alices, foreign))
+
+    def status(url: str, token: str | None) -> int:
+        headers = {"Accept": "application/json, text/event-stream"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        with httpx2.Client() as http:
+            return http.post(url, json=INITIALIZE, headers=headers).status_code
+
+    @asynccontextmanager
+    async def client(url: str, token: str) -> AsyncIterator[Client]:
+        headers = {"Authorization": f"Bearer {token}"}
+        async with (
+            httpx2.AsyncClient(headers=headers) as http,
+            Client(streamable_http_client(url, http_client=http)) as connected,
+        ):
+            yield connected
+
+    with serve_http(acme.dsn, "--auth") as url:
+        assert [status(url, t) for t in (None, "pgmem_nope", foreign)] == [401, 401, 401]
+        assert status(url, agent) == 200
+
+        async def body() -> None:
+            async with client(url, agent) as c:
+                data(
+                    await c.call_tool(
+                        "remember", {"text": "Dana sings", "user": "dana", "infer": False}
+                    )
+                )
+            async with client(url, alices) as c:
+                text = error_text(await c.call_tool("recall", {"query": "sings", "user": "dana"}))
+                assert "'alice' only" in text
+                data(
+                    await c.call_tool(
+                        "remember", {"text": "Alice hums", "user": "alice", "infer": False}
+                    )
+                )
+
+        run(body)
+        assert admin.execute(
+            "select pgmem.revoke_mcp_token(%s, 'agent')", (acme.name,)
+        ).fetchone() == (True,)
+        assert status(url, agent) == 401
+    subjects = acme.conn.execute(
+        "select distinct subject from pgmem.memories order by 1"
+    ).fetchall()
+    assert subjects == [("alice",), ("dana",)]
+    admin.close()
+
+
+def test_http_beyond_loopback_needs_auth(db: Db, new_tenant: Callable[[], Tenant]) -> None:
+    refused = subprocess.run(
+        [PGMEM, "mcp", "--no-embed", "--transport", "http", "--host", "0.0.0.0"],
+        env={**os.environ, "PGMEM_DSN": new_tenant().dsn},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert refused.returncode == 1 and "without --auth" in refused.stderr

@@ -36,8 +36,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeAlias, get_args
 
+import anyio
 import psycopg
 import pydantic_core
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
@@ -45,14 +49,14 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.subscriptions import ResourceUpdated
 from mcp.types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError
 
 from pgmem import __version__
 from pgmem.client import Memory, MemoryNotFound, TenantError, _message
 from pgmem.embed import EmbeddingError
 from pgmem.extract import KINDS, LLMError
 from pgmem.queries import integrations as queries
-from pgmem.rows import PromptText, Results, Row, fetch_one
+from pgmem.rows import PromptText, Results, Row, fetch_all, fetch_one
 from pgmem.task import Task
 
 __all__ = [
@@ -163,31 +167,41 @@ class Binding:
     # One connection serves every call; the SDK runs sync tools in worker threads.
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def user(self, user: str | None) -> str:
-        """The subject of a call: the argument, or the configured one (never both differing)."""
+    def fixed(self) -> str | None:
+        """The one subject this call may reach: the server's (``--user``), or the one
+        the request's bearer token was made for; None: any."""
         if self.subject is not None:
-            if user is not None and user != self.subject:
-                raise ToolError(
-                    f"this server serves the memories of {self.subject!r} only; "
-                    "omit `user` or pass that subject"
-                )
             return self.subject
+        token = get_access_token()
+        return token.subject if token is not None else None
+
+    def user(self, user: str | None) -> str:
+        """The subject of a call: the argument, or the fixed one (never both differing)."""
+        fixed = self.fixed()
+        if fixed is not None:
+            if user is not None and user != fixed:
+                raise ToolError(
+                    f"this connection serves the memories of {fixed!r} only; pass that `user`"
+                )
+            return fixed
         if user is None or not user.strip():
             raise ToolError("`user` is required: whose memories (the subject id)")
         return user
 
     def owned(self, memory_id: int) -> None:
         """With a fixed subject, ids of the tenant's other subjects are unknown too."""
-        if self.subject is None:
+        fixed = self.fixed()
+        if fixed is None:
             return
         row = self.memory.get(memory_id)
-        if row is None or row["subject"] != self.subject:
+        if row is None or row["subject"] != fixed:
             raise MemoryNotFound(memory_id)
 
     def task(self, task_id: int) -> Task:
         """A task handle; with a fixed subject, other subjects' tasks are unknown."""
         task = self.memory.task(task_id)
-        if self.subject is not None and task.state()["subject"] != self.subject:
+        fixed = self.fixed()
+        if fixed is not None and task.state()["subject"] != fixed:
             raise LookupError(f"unknown task id: {task_id}")
         return task
 
@@ -872,13 +886,44 @@ def _follow_changes(
         watcher.close()
 
 
-def build_server(binding: Binding, *, watcher: Callable[[], Memory] | None = None) -> MCPServer:
+class TokenCheck:
+    """The bearer tokens of ``pgmem mcp --auth`` (``pgmem.mcp_token``): a token of the
+    served tenant passes, confined to its subject when it was made for one; any
+    other, unknown or revoked one is refused (HTTP 401). Checked at every request,
+    so a revocation holds at once."""
+
+    def __init__(self, binding: Binding) -> None:
+        self.binding = binding
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        row = await anyio.to_thread.run_sync(self._lookup, token)
+        if row is None or row["tenant_id"] != self.binding.tenant:
+            return None
+        if self.binding.subject is not None and row["subject"] not in (None, self.binding.subject):
+            return None  # made for another subject than the one this server serves
+        return AccessToken(token=token, client_id=row["label"], scopes=[], subject=row["subject"])
+
+    def _lookup(self, token: str) -> Row | None:
+        if len(token) > 256:
+            return None
+        with self.binding.lock, self.binding.memory.transaction() as conn:
+            rows = fetch_all(conn, queries.MCP_TOKEN, {"token": token})
+        return rows[0] if rows else None
+
+
+def build_server(
+    binding: Binding,
+    *,
+    watcher: Callable[[], Memory] | None = None,
+    auth_url: str | None = None,
+) -> MCPServer:
     """An MCP server whose tools act through ``binding``; run it with ``.run()``.
 
     ``watcher`` makes the client (its own connection) that follows the tenant's change
     stream while the server runs: a ``subscriptions/listen`` client subscribed to
     ``pgmem://memories/{user}`` then hears whenever that user's memories change,
-    whoever changed them."""
+    whoever changed them. ``auth_url`` (the server's own ``http://host:port``) makes
+    every HTTP request carry a bearer token of the tenant (:class:`TokenCheck`)."""
     bus = InMemorySubscriptionBus()
 
     @asynccontextmanager
@@ -907,6 +952,12 @@ def build_server(binding: Binding, *, watcher: Callable[[], Memory] | None = Non
         log_level="WARNING",
         subscriptions=bus,
         lifespan=follow,
+        auth=None
+        if auth_url is None
+        else AuthSettings(
+            issuer_url=AnyHttpUrl(auth_url), resource_server_url=AnyHttpUrl(f"{auth_url}/mcp")
+        ),
+        token_verifier=None if auth_url is None else TokenCheck(binding),
         tools=[
             _tool(factory(binding), binding, hints)
             for factory, hints in (*LONG_TERM_TOOLS, *SESSION_TOOLS, *TASK_TOOLS)

@@ -42,3 +42,10 @@ limit %(limit)s
 SET_WINDOW_TURNS: Final = (
     "update pgmem.settings set window_turns = %(turns)s where tenant_id = %(tenant)s"
 )
+
+# Bearer tokens of pgmem mcp over HTTP (sql/functions/77_mcp_tokens.sql).
+CREATE_MCP_TOKEN: Final = (
+    "select pgmem.create_mcp_token(%(tenant)s, %(label)s, %(subject)s) as token"
+)
+MCP_TOKENS: Final = "select * from pgmem.mcp_tokens(%(tenant)s)"
+REVOKE_MCP_TOKEN: Final = "select pgmem.revoke_mcp_token(%(tenant)s, %(label)s) as revoked"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["CURRENT_TENANT", "ITEM_NAMESPACES"]
+__all__ = ["CURRENT_TENANT", "ITEM_NAMESPACES", "MCP_TOKEN"]
 
 # The tenant a connection acts for after binding (NULL: none); the MCP server refuses
 # to start without one.
@@ -27,3 +27,7 @@ where m.tenant_id = (select pgmem._require_tenant())
           = %(prefix)s::text || '.')
 order by m.subject
 """
+
+# What a bearer token of pgmem mcp acts for (no row: unknown, revoked, or of a tenant
+# this session may not act for).
+MCP_TOKEN: Final = "select * from pgmem.mcp_token(%(token)s)"

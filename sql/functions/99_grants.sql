@@ -25,6 +25,10 @@ revoke execute on function
     pgmem.end_idle_transactions(text),
     -- the policies of the whole database, for everyone.
     pgmem.enable_subject_binding(boolean),
+    -- bearer tokens of pgmem mcp: administrators make, list and revoke them.
+    pgmem.create_mcp_token(text, text, text),
+    pgmem.revoke_mcp_token(text, text),
+    pgmem.mcp_tokens(text),
     pgmem.cron_plan(text, text, text, text, text, text, text),
     pgmem.schedule(text, text, text, text, text, text, text),
     pgmem.unschedule(),
