@@ -7,10 +7,12 @@ PGMEM := $(VENV)/bin/pgmem
 # pip takes torch 2.13.0 (CPU build) from this folder when it exists.
 WHEELS := $(wildcard /opt/wheels)
 PIP_FLAGS := $(if $(WHEELS),--find-links $(WHEELS),)
+# The official MCP Inspector (npm), whose CLI the MCP tests drive.
+INSPECTOR := tests/inspector/node_modules/.bin/mcp-inspector
 
 .PHONY: setup postgres citus demo test lint db bench clean
 
-setup: postgres $(VENV)/.installed
+setup: postgres $(VENV)/.installed $(INSPECTOR)
 
 postgres:
 	@if [ "$$(id -u)" = 0 ]; then bash scripts/install-postgres.sh >/dev/null; \
@@ -28,6 +30,11 @@ $(VENV)/.installed: pyproject.toml
 	# CPU torch first, so sentence-transformers never pulls a CUDA build.
 	$(PY) -m pip install -q $(PIP_FLAGS) "torch==2.13.0"
 	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[local,dev,mcp,langgraph]"
+	@touch $@
+
+$(INSPECTOR): tests/inspector/package.json
+	@command -v npm >/dev/null || apt-get install -y -qq nodejs npm
+	npm install --prefix tests/inspector --no-package-lock --no-audit --no-fund --silent
 	@touch $@
 
 db: setup
