@@ -837,7 +837,7 @@ class Memory:
                 channel = fetch_one(c, queries.CHANGE_CHANNEL, {})["channel"]
                 if after is None:
                     after = fetch_one(c, queries.CHANGE_POSITION, {})["position"]
-            conn.execute(sql.SQL("listen {}").format(sql.Identifier(channel)))
+            conn.execute(queries.LISTEN.format(sql.Identifier(channel)))
             conn.commit()
             while True:
                 rows = self.changes(after, user_id, limit=limit, conn=conn)

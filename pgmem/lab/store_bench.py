@@ -28,6 +28,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pgmem import schema
 from pgmem.client import Memory
 from pgmem.lab.bench import Progress, _quiet, bench_database
+from pgmem.queries import admin as admin_queries
+from pgmem.queries import lab as Q
 
 TENANT = "store_bench"
 BASELINE_SCHEMA = "langgraph_baseline"
@@ -125,7 +127,7 @@ def _pgmem(dsn: str) -> tuple[int, float, int, float]:
     from pgmem.integrations.langgraph import PgmemStore
 
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("select pgmem.create_tenant(%s)", (TENANT,))
+        conn.execute(admin_queries.CREATE_TENANT, {"tenant": TENANT, "display_name": None})
     with Memory(dsn, tenant=TENANT, embedder=False, llm=False) as memory:
         store = PgmemStore(memory)
         threaded = _timed(lambda: _threaded(store))
@@ -137,7 +139,7 @@ def _baseline(dsn: str) -> tuple[float, float]:
     from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
 
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("create schema {}").format(sql.Identifier(BASELINE_SCHEMA)))
+        conn.execute(Q.STORE_BENCH_SCHEMA.format(sql.Identifier(BASELINE_SCHEMA)))
     options = conninfo_to_dict(dsn).get("options") or ""
     in_schema = make_conninfo(dsn, options=f"{options} -csearch_path={BASELINE_SCHEMA}".strip())
     with PostgresStore.from_conn_string(in_schema) as store:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from psycopg import sql
+
 __all__ = [
     "ARCHIVE_BACKLOG",
     "BIND_TENANT",
@@ -43,6 +45,7 @@ __all__ = [
     "HISTORY",
     "INJECTION_RULE",
     "KEEP",
+    "LISTEN",
     "LIST_MEMORIES",
     "MEMORY_STATS",
     "PIN",
@@ -313,6 +316,9 @@ select * from pgmem.get_items(%(subject)s, %(keys)s::text[], %(memory_ids)s::big
 # ------------------------------------------------------------------------ change stream
 
 CHANGE_CHANNEL: Final = "select pgmem.change_channel() as channel"
+
+# Memory.watch listens on the channel pgmem.change_channel named.
+LISTEN: Final = sql.SQL("listen {}")
 
 CHANGE_POSITION: Final = "select pgmem.change_position() as position"
 

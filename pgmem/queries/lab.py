@@ -16,3 +16,7 @@ CREATE_DATABASE: Final = sql.SQL("create database {}")
 COMMENT_DATABASE: Final = sql.SQL("comment on database {} is {}")
 DROP_DATABASE: Final = sql.SQL("drop database if exists {} with (force)")
 BIND_TENANT: Final = "select pgmem.set_tenant(%(tenant)s, false)"
+
+# pgmem bench --store (pgmem.lab.store_bench): LangGraph's PostgresStore gets a schema
+# of its own in the scratch database.
+STORE_BENCH_SCHEMA: Final = sql.SQL("create schema {}")
