@@ -45,12 +45,17 @@ LONG_TERM = {
     "profile",
     "profile_add",
     "profile_remove",
+    "erase_user",
+    "list_users",
+    "job_status",
+    "health",
 }
 SESSION_AND_TASK = {
     "append_turn",
     "session_window",
     "session_summary",
     "prompt",
+    "list_sessions",
     "start_task",
     "resume_task",
     "task_state",
@@ -646,3 +651,78 @@ def test_http_beyond_loopback_needs_auth(db: Db, new_tenant: Callable[[], Tenant
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert refused.returncode == 1 and "without --auth" in refused.stderr
+
+
+def test_tags_agents_shared_users_and_the_tools_other_memory_servers_have(
+    db: Db, new_tenant: Callable[[], Tenant]
+) -> None:
+    acme = new_tenant()
+    memory = Memory(conn=acme.conn, embedder=False, llm=False)
+    memory.add("The team deploys on Fridays", "team:infra", infer=False)
+    server = build_server(bind(memory))
+
+    async def body() -> None:
+        async with Client(server) as client:
+
+            async def call(tool: str, **arguments: Any) -> Any:
+                return data(await client.call_tool(tool, arguments))
+
+            await call("remember", text="Erin plays chess", user="erin", infer=False,
+                       metadata={"project": "games"}, agent_id="planner")  # fmt: skip
+            await call("remember", text="Erin plays go", user="erin", infer=False)
+            tagged = await call("recall", query="plays", user="erin", metadata={"project": "games"})
+            assert [h["content"] for h in tagged] == ["Erin plays chess"]
+            by_agent = await call("recall", query="plays", user="erin", agent_id="planner")
+            assert [h["content"] for h in by_agent] == ["Erin plays chess"]
+            shared = await call("recall", query="deploys", user="erin", shared_users=["team:infra"])
+            assert [h["content"] for h in shared] == ["The team deploys on Fridays"]
+
+            users = await call("list_users")
+            assert {u["user"] for u in users} == {"erin", "team:infra"}
+            turn = await call("append_turn", session_id="s1", role="user", content="I like jazz",
+                              user="erin")  # fmt: skip
+            job = await call("job_status", inbox_id=turn["inbox_id"])
+            assert (job["status"], job["job"], job["user"]) == ("pending", "turn", "erin")
+            assert [s["session_id"] for s in await call("list_sessions", user="erin")] == ["s1"]
+            health = await call("health")
+            assert health["tenant"] == acme.name and health["queued_jobs"] == 1
+
+            refused = error_text(await client.call_tool("erase_user", {"user": "erin"}))
+            assert "confirm=true" in refused
+            erased = await call("erase_user", user="erin", confirm=True)
+            assert erased["memories_erased"] >= 2
+            assert {u["user"] for u in await call("list_users")} == {"team:infra"}
+
+            prompts = {p.name for p in (await client.list_prompts()).prompts}
+            assert prompts == {"answer_with_memory", "recall_before_answering"}
+            answer = await client.get_prompt(
+                "answer_with_memory", {"question": "when do we deploy?", "user": "team:infra"}
+            )
+            text = answer.messages[0].content.text  # type: ignore[union-attr]
+            assert "deploys on Fridays" in text and "when do we deploy?" in text
+
+    run(body)
+
+
+def test_a_fixed_subject_reads_no_shared_users_and_sees_only_its_own(
+    db: Db, new_tenant: Callable[[], Tenant]
+) -> None:
+    acme = new_tenant()
+    memory = Memory(conn=acme.conn, embedder=False, llm=False)
+    memory.add("Bob's secret", "bob", infer=False)
+    bobs_turn = memory.session("s", "bob").append("user", "Bob's turn")
+    server = build_server(bind(memory, subject="alice"))
+
+    async def body() -> None:
+        async with Client(server) as client:
+            refused = error_text(
+                await client.call_tool("recall", {"query": "secret", "shared_users": ["bob"]})
+            )
+            assert "'alice' only" in refused
+            assert data(await client.call_tool("list_users", {})) == []
+            unknown = error_text(
+                await client.call_tool("job_status", {"inbox_id": bobs_turn["inbox_id"]})
+            )
+            assert "unknown inbox_id" in unknown
+
+    run(body)

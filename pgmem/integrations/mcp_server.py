@@ -127,6 +127,30 @@ RequiredUser = Annotated[
 ]
 
 
+Metadata = Annotated[
+    dict[str, Annotated[str | int | float | bool, Field()]] | None,
+    Field(
+        description=(
+            'Tags kept with the memory, e.g. {"project": "apollo"}; recall filters by them.'
+        ),
+        max_length=32,
+    ),
+]
+AgentId = Annotated[
+    str | None,
+    Field(description="Which agent wrote it (recall can keep to one agent).", max_length=256),
+]
+SharedUsers = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=256)]] | None,
+    Field(
+        description=(
+            "Other subjects of the tenant (a team, a project) to recall from too, read-only."
+        ),
+        max_length=16,
+    ),
+]
+
+
 class Message(BaseModel):
     """One message of a conversation turn."""
 
@@ -150,6 +174,9 @@ Long-term memory of the user, kept in PostgreSQL by pgmem.
   (task, summary, recent turns, long-term facts) under one budget.
 - For multi-step work, `start_task` with a plan, `record_step` as steps complete,
   `finish_task` at the end; after a restart, `resume_task` says where you were.
+- `health` says whether memory works now; `job_status` where a queued turn stands;
+  `list_users` and `list_sessions` show whose memories and conversations there are;
+  `erase_user` removes a user for good.
 """
 
 
@@ -187,6 +214,14 @@ class Binding:
         if user is None or not user.strip():
             raise ToolError("`user` is required: whose memories (the subject id)")
         return user
+
+    def shared(self, users: Sequence[str] | None) -> list[str] | None:
+        """Shared subjects to read beside the user's: none past a fixed subject."""
+        if users and self.fixed() is not None:
+            raise ToolError(
+                f"this connection serves the memories of {self.fixed()!r} only; omit `shared_users`"
+            )
+        return list(users) if users else None
 
     def owned(self, memory_id: int) -> None:
         """With a fixed subject, ids of the tenant's other subjects are unknown too."""
@@ -408,6 +443,8 @@ def _remember(b: Binding) -> Callable[..., list[Row]]:
         importance: Annotated[
             float | None, Field(ge=0, le=1, description="0..1, only with infer=false.")
         ] = None,
+        metadata: Metadata = None,
+        agent_id: AgentId = None,
     ) -> list[Row]:
         """Remember what the user said. Returns one row per fact with the action pgmem
         took: inserted, reinforced (already known), superseded (replaced an older fact
@@ -427,6 +464,8 @@ def _remember(b: Binding) -> Callable[..., list[Row]]:
                 infer=infer,
                 kind=kind if not infer else None,
                 importance=importance if not infer else None,
+                metadata=metadata,
+                agent_id=agent_id,
             )
 
     return remember
@@ -480,6 +519,14 @@ def _recall(b: Binding) -> Callable[..., CallToolResult]:
         session_id: Annotated[
             str | None, Field(description="Only this conversation.", max_length=256)
         ] = None,
+        metadata: Annotated[
+            dict[str, Annotated[str | int | float | bool, Field()]] | None,
+            Field(description="Only memories whose metadata holds these keys and values (tags)."),
+        ] = None,
+        agent_id: Annotated[
+            str | None, Field(description="Only what this agent wrote.", max_length=256)
+        ] = None,
+        shared_users: SharedUsers = None,
     ) -> Annotated[CallToolResult, list[Row]]:
         """Ranked memories of the user that answer `query`, best first, with memory_id,
         content, kind, dates and the score parts (relevance, importance, recency).
@@ -496,6 +543,9 @@ def _recall(b: Binding) -> Callable[..., CallToolResult]:
                     as_of=as_of,
                     hops=hops,
                     session_id=session_id,
+                    filters=metadata,
+                    agent_id=agent_id,
+                    shared_subjects=b.shared(shared_users),
                 )
             )
 
@@ -652,6 +702,98 @@ def _history(b: Binding) -> Callable[..., list[Row]]:
             return b.memory.history(memory_id)
 
     return history
+
+
+def _erase_user(b: Binding) -> Callable[..., dict[str, Any]]:
+    def erase_user(
+        user: User = None,
+        confirm: Annotated[
+            bool, Field(description="Must be true: erasing cannot be undone.")
+        ] = False,
+    ) -> dict[str, Any]:
+        """Erase everything about the user for good: memories, history, sessions, tasks
+        and queued jobs (pgmem.erase_subject). One tombstone event without subject or
+        content stays. Returns how many memories went."""
+        if not confirm:
+            raise ToolError("erasing cannot be undone: call again with confirm=true")
+        with b.call():
+            subject = b.user(user)
+            return {"user": subject, "memories_erased": b.memory.erase_user(subject)}
+
+    return erase_user
+
+
+def _list_users(b: Binding) -> Callable[..., list[Row]]:
+    def list_users(
+        limit: Annotated[int, Field(ge=1, le=MAX_LIST)] = 20,
+        offset: Annotated[int, Field(ge=0, le=MAX_ID)] = 0,
+    ) -> list[Row]:
+        """The users (subjects) with memories, with their count of active memories and
+        when they last changed, most recently changed first. With a fixed subject, that
+        subject alone."""
+        with b.call(), b.memory.transaction() as conn:
+            return fetch_all(
+                conn,
+                queries.LIST_SUBJECTS,
+                {"subject": b.fixed(), "limit": limit, "offset": offset},
+            )
+
+    return list_users
+
+
+def _list_sessions(b: Binding) -> Callable[..., list[Row]]:
+    def list_sessions(
+        user: User = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIST)] = 20,
+    ) -> list[Row]:
+        """The user's conversations (sessions), most recently active first: id, status,
+        turns, how far the summary reaches."""
+        with b.call():
+            return b.memory.sessions(b.user(user), limit=limit)
+
+    return list_sessions
+
+
+def _job_status(b: Binding) -> Callable[..., Row]:
+    def job_status(
+        inbox_id: Annotated[
+            int, Field(ge=1, le=MAX_ID, description="The inbox_id append_turn returned.")
+        ],
+    ) -> Row:
+        """Where a queued write stands: pending (the worker has not run it yet), done or
+        failed (with its error and attempts)."""
+        with b.call():
+            with b.memory.transaction() as conn:
+                rows = fetch_all(
+                    conn, queries.JOB_STATUS, {"inbox_id": inbox_id, "subject": b.fixed()}
+                )
+            if not rows:
+                raise ToolError(
+                    f"unknown inbox_id: {inbox_id} (hint: the `append_turn` tool returns one)"
+                )
+            return rows[0]
+
+    return job_status
+
+
+def _health(b: Binding) -> Callable[..., dict[str, Any]]:
+    def health() -> dict[str, Any]:
+        """Whether memory works now: the database answers, which tenant this server acts
+        for, whether an embedding model is in use, and the tenant's queued and failed
+        jobs (a growing queue: the worker is not running)."""
+        with b.call():
+            with b.memory.transaction() as conn:
+                queue = fetch_one(conn, queries.QUEUE_HEALTH, {})
+            return {
+                "database": "ok",
+                "tenant": b.tenant,
+                "user": b.fixed(),
+                "embedder": b.memory._model() or "none (text recall)",
+                **queue,
+                "version": __version__,
+            }
+
+    return health
 
 
 # --------------------------------------------------------- short-term (sessions)
@@ -844,12 +986,17 @@ LONG_TERM_TOOLS: Sequence[tuple[Callable[[Binding], Callable[..., Any]], ToolAnn
     (_profile, READ_ONLY),
     (_profile_add, WRITES),
     (_profile_remove, EDITS),
+    (_erase_user, ToolAnnotations(destructive_hint=True, open_world_hint=False)),
+    (_list_users, READ_ONLY),
+    (_job_status, READ_ONLY),
+    (_health, READ_ONLY),
 )
 SESSION_TOOLS: Sequence[tuple[Callable[[Binding], Callable[..., Any]], ToolAnnotations]] = (
     (_append_turn, WRITES),
     (_session_window, READ_ONLY),
     (_session_summary, READ_ONLY),
     (_prompt, READ_ONLY),
+    (_list_sessions, READ_ONLY),
 )
 TASK_TOOLS: Sequence[tuple[Callable[[Binding], Callable[..., Any]], ToolAnnotations]] = (
     (_start_task, WRITES),
@@ -963,6 +1110,37 @@ def build_server(
             for factory, hints in (*LONG_TERM_TOOLS, *SESSION_TOOLS, *TASK_TOOLS)
         ],
     )
+
+    @server.prompt(
+        name="answer_with_memory",
+        description="A question together with what pgmem knows about the user for it.",
+    )
+    def answer_with_memory(question: str, user: str | None = None) -> str:
+        try:
+            with binding.call():
+                block = binding.memory.context(question, binding.user(user), 800)
+        except ToolError as exc:
+            raise ValueError(str(exc)) from exc
+        known = str(block).strip() or "(nothing relevant is known)"
+        return (
+            "What you know about the user (long-term memory):\n"
+            f"{known}\n\n"
+            "Answer with it where it applies; when the user tells you something worth "
+            f"keeping, call the `remember` tool with their words.\n\nQuestion: {question}"
+        )
+
+    @server.prompt(
+        name="recall_before_answering",
+        description="Instructions to consult memory before each answer and keep what is said.",
+    )
+    def recall_before_answering(user: str | None = None) -> str:
+        whose = f" with user={binding.user(user)!r}" if user or binding.subject else ""
+        return (
+            f"Before each answer, call the `context` tool{whose} with what the user asked, "
+            "and use what it returns. When the user states a fact, a preference or an "
+            "instruction, call `remember` with their words. Correct a wrong memory with "
+            "`update`; remove one with `forget`."
+        )
 
     @server.resource(
         "pgmem://memories/{user}",
