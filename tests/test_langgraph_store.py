@@ -529,3 +529,27 @@ def test_items_survive_an_export_and_import(db: Db, new_tenant: Callable[[], Ten
         "select item_ttl from pgmem.memories where item_key = 'brief'"
     ).fetchone()
     assert ttl is not None and ttl[0].total_seconds() == 3600
+
+
+def test_an_item_put_with_index_false_is_never_embedded(
+    db: Db, new_tenant: Callable[[], Tenant]
+) -> None:
+    tenant = new_tenant()
+    store = PgmemStore(Memory(conn=tenant.conn, embedder=False, llm=False))
+    store.put(("docs",), "secret", {"content": "the blue key, out of vector search"}, index=False)
+    store.put(("docs",), "open", {"content": "for vector search"})
+
+    def waiting() -> set[str]:
+        with db.admin.transaction():
+            rows = db.admin.execute(
+                "select m.item_key from pgmem.claim_unembedded(1000) as c"
+                " join pgmem.memories as m using (tenant_id, memory_id) where c.tenant_id = %s",
+                (tenant.name,),
+            ).fetchall()
+        return {r[0] for r in rows}
+
+    assert waiting() == {"open"}
+    # Full text still finds it; a put with the default index makes it embeddable again.
+    assert [i.key for i in store.search(("docs",), query="blue key")] == ["secret"]
+    store.put(("docs",), "secret", {"content": "the blue key, out of vector search"})
+    assert waiting() == {"open", "secret"}

@@ -31,9 +31,9 @@ tenant isolation, ranked by its recall. How the store's model maps onto pgmem:
 - **State.** Items are kept: decay, archival and the capacity cap leave them alone.
   A ``ttl`` (minutes) makes an item expire: it is gone from every read at once, and
   the archive job sweeps it; reads with ``refresh_ttl`` extend it.
-- **Index.** ``index=False`` stores an item without computing its vector (the
-  worker's embed pass gives it one later, as any memory without a vector); a list of
-  fields makes their text the item's searchable text.
+- **Index.** ``index=False`` keeps an item out of vector search: it is stored without
+  a vector, and the worker's embed pass never gives it one (full text still finds
+  it); a list of fields makes their text the item's searchable text.
 
 Every :meth:`PgmemStore.batch` runs in one transaction: its reads, then one
 statement per namespace for its puts and one for its deletes. Concurrent calls
@@ -364,6 +364,8 @@ class PgmemStore(BaseStore):
             }
             if op.ttl is not None:
                 item["ttl"] = op.ttl
+            if op.index is False:
+                item["index"] = False
             items.append(item)
         try:
             fetch_all(

@@ -65,7 +65,7 @@ declare
     v_terms text[];
     v_marks text[];
     v_ann boolean;
-    v_keys constant text[] := array['key', 'value', 'content', 'embedding', 'ttl'];
+    v_keys constant text[] := array['key', 'value', 'content', 'embedding', 'ttl', 'index'];
 begin
     perform pgmem._require_session_for(v_tenant);
     v_settings := pgmem._write_settings(v_tenant);
@@ -90,6 +90,7 @@ begin
                pg_catalog.octet_length((e.v -> 'value')::text) as value_bytes,
                pg_catalog.jsonb_typeof(e.v -> 'content') not in ('string', 'null') as bad_content,
                pg_catalog.jsonb_typeof(e.v -> 'embedding') not in ('array', 'string', 'null') as bad_embedding,
+               pg_catalog.jsonb_typeof(e.v -> 'index') not in ('boolean', 'null') as bad_index,
                coalesce(pg_catalog.jsonb_typeof(e.v -> 'ttl') not in ('number', 'null')
                         or (pg_catalog.jsonb_typeof(e.v -> 'ttl') = 'number'
                             and (e.v -> 'ttl')::numeric not between 1e-6 and 5256000000), false) as bad_ttl
@@ -97,6 +98,7 @@ begin
     where pg_catalog.jsonb_typeof(e.v) <> 'object' or f.unknown_key is not null or f.bad_key
        or f.key_bytes > v_limits.max_key_bytes or f.value_type is distinct from 'object'
        or f.value_bytes > v_limits.max_value_bytes or f.bad_content or f.bad_embedding or f.bad_ttl
+       or f.bad_index
     order by e.i
     limit 1;
     if found then
@@ -130,6 +132,9 @@ begin
             raise exception 'p_items[%].embedding must be a JSON array of % numbers or a vector literal string',
                             v_bad.i, v_settings.embedding_dims
                 using errcode = 'PM015', hint = 'Leave it out (or null) to store text only and let the worker embed it.';
+        elsif v_bad.bad_index then
+            raise exception 'p_items[%].index must be true or false', v_bad.i
+                using errcode = 'PM021', hint = 'false: the item is never embedded, kept out of vector search.';
         else
             raise exception 'p_items[%].ttl must be a number of minutes, more than 0 and at most 10,000 years', v_bad.i
                 using errcode = 'PM027', hint = 'Leave it out (or null) for an item that lives until deleted.';
@@ -192,7 +197,11 @@ begin
     return query
     with items as materialized (
         select e.i::integer as i, e.v ->> 'key' as key, e.v -> 'value' as value, v_contents[e.i] as content,
-               v_embeddings[e.i] as embedding, v_terms[e.i]::text[] as terms, v_marks[e.i]::text[] as marks,
+               -- Put with index false: no vector now, and the worker gives it none.
+               case when (e.v -> 'index') = 'false'::jsonb then null else v_embeddings[e.i] end as embedding,
+               case when (e.v -> 'index') = 'false'::jsonb then '{"item": true, "index": false}'::jsonb
+                    else '{"item": true}'::jsonb end as metadata,
+               v_terms[e.i]::text[] as terms, v_marks[e.i]::text[] as marks,
                pg_catalog.make_interval(secs => (e.v ->> 'ttl')::double precision * 60) as ttl
         from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
     ),
@@ -208,15 +217,17 @@ begin
                                          status_changed_at, last_accessed_at, created_at, updated_at, ann,
                                          conflict_terms, conflict_marks)
         select v_tenant, p_subject, 'semantic', c.content, c.embedding, v_settings.default_importance, 'store',
-               '{"item": true}', c.key, c.value, c.ttl, v_now + c.ttl, true, v_now, v_now, v_now, v_now, v_now,
+               c.metadata, c.key, c.value, c.ttl, v_now + c.ttl, true, v_now, v_now, v_now, v_now, v_now,
                coalesce(v_ann, false), c.terms, c.marks
         from items as c
         order by c.i
         on conflict (tenant_id, subject, content_hash) where status = 'active' do update
         set content = excluded.content,
             -- The same text keeps its vector when the put brings none.
-            embedding = case when excluded.embedding is null and m.content = excluded.content then m.embedding
+            embedding = case when excluded.embedding is null and m.content = excluded.content
+                                  and excluded.metadata = m.metadata then m.embedding
                              else excluded.embedding end,
+            metadata = excluded.metadata,
             item_value = excluded.item_value, item_ttl = excluded.item_ttl, expires_at = excluded.expires_at,
             updated_at = excluded.updated_at
         returning m.memory_id, m.item_key, m.content
@@ -251,7 +262,7 @@ comment on function pgmem._put_items(text, text, jsonb, timestamptz) is
     'pgmem.put_items for p_tenant, which the session must be able to act for (internal).';
 
 comment on function pgmem.put_items(text, jsonb, timestamptz) is
-    'Puts store items in subject p_subject in one statement: p_items is a JSON array of {"key": text, "value": object, "content": the text to search it by (default pgmem.item_text(value)), "embedding": its vector or null, "ttl": minutes to live or null}. A key holds one item: a new key is inserted, a known one updated in place (its vector kept when the text is the same and none is given). The value is kept exactly; the content is redacted, and refused (PM024) when it reads as a prompt injection. Returns each item''s number, key, memory_id and action (inserted, updated). Errors PM010-PM016, PM021, PM023, PM024, PM027.';
+    'Puts store items in subject p_subject in one statement: p_items is a JSON array of {"key": text, "value": object, "content": the text to search it by (default pgmem.item_text(value)), "embedding": its vector or null, "ttl": minutes to live or null, "index": false to keep it out of vector search (never embedded)}. A key holds one item: a new key is inserted, a known one updated in place (its vector kept when the text is the same and none is given). The value is kept exactly; the content is redacted, and refused (PM024) when it reads as a prompt injection. Returns each item''s number, key, memory_id and action (inserted, updated). Errors PM010-PM016, PM021, PM023, PM024, PM027.';
 
 create or replace function pgmem._delete_items(p_tenant text, p_subject text, p_keys text[], p_now timestamptz)
 returns table(key text, memory_id bigint)

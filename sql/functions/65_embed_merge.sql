@@ -43,6 +43,7 @@ begin
         select m.tenant_id, m.memory_id, m.subject, m.content
         from pgmem.memories as m
         where m.status = 'active' and m.embedding is null and m.tenant_id = v_tenant
+          and not (m.source = 'store' and m.metadata @> '{"index": false}')
           and pgmem._job_fits_model(null, null, v_model, p_model)
         order by m.memory_id
         limit greatest(p_limit, 1)
@@ -53,6 +54,9 @@ begin
     select m.tenant_id, m.memory_id, m.subject, m.content
     from pgmem.memories as m
     where m.status = 'active' and m.embedding is null
+      -- A store item put with index false stays out of vector search
+      -- (memories_unembedded leaves it out too).
+      and not (m.source = 'store' and m.metadata @> '{"index": false}')
       and (p_model is null
            or coalesce((select s.embedding_model = p_model from pgmem.settings as s
                         where s.tenant_id = m.tenant_id), true))
@@ -63,7 +67,7 @@ end
 $$;
 
 comment on function pgmem.claim_unembedded(integer, text) is
-    'Locks up to p_limit active memories without an embedding (FOR NO KEY UPDATE SKIP LOCKED), oldest first, of tenants on p_model (or with no model recorded; every tenant when NULL); give each its vector with pgmem.set_embedding in the same transaction.';
+    'Locks up to p_limit active memories without an embedding (but store items put with index false) (FOR NO KEY UPDATE SKIP LOCKED), oldest first, of tenants on p_model (or with no model recorded; every tenant when NULL); give each its vector with pgmem.set_embedding in the same transaction.';
 
 
 create or replace function pgmem.set_embedding(
