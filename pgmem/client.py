@@ -330,6 +330,15 @@ class Memory:
             self._llm_loaded = True
         return self._llm
 
+    def _check_sizes(self, texts: Iterable[str], conn: Connection | None = None) -> None:
+        """PM012 for a text over the tenant's max_content_bytes, before it is embedded
+        (a large text takes the embedder seconds). Texts of a few KB are left to the
+        write's own check: asking for every one would cost each write a statement."""
+        largest = max((len(t.encode("utf-8")) for t in texts), default=0)
+        if largest > EARLY_SIZE_CHECK:
+            with self._call(conn) as c:
+                fetch_all(c, queries.CHECK_CONTENT_SIZE, {"bytes": largest})
+
     def _vectors(self, texts: Sequence[str]) -> tuple[list[list[float] | None], str | None]:
         """Passage vectors of ``texts`` (what is stored), and why there are none when the
         embedder fails: then every vector is None, and the worker's embed pass fills
@@ -447,10 +456,8 @@ class Memory:
         # before anything is embedded or stored (a large text takes the embedder
         # seconds). Texts of a few KB are left to the write's own check: asking
         # for every one would cost each add a statement.
-        largest = max((len(t.encode("utf-8")) for t in ingest.stored_texts(planned)), default=0)
         with self.transaction(conn) as c:
-            if largest > EARLY_SIZE_CHECK:
-                fetch_all(c, queries.CHECK_CONTENT_SIZE, {"bytes": largest})
+            self._check_sizes(ingest.stored_texts(planned), c)
             planned = ingest.resolve_times_of(c, user_id, planned, occurred_at)
         # Models run before the transaction opens: no lock waits on them.
         vectors, degraded = self._vectors(ingest.stored_texts(planned))

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, TypedDict
 
+import psycopg
 import pytest
 
 pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
@@ -553,3 +554,25 @@ def test_an_item_put_with_index_false_is_never_embedded(
     assert [i.key for i in store.search(("docs",), query="blue key")] == ["secret"]
     store.put(("docs",), "secret", {"content": "the blue key, out of vector search"})
     assert waiting() == {"open", "secret"}
+
+
+def test_a_value_over_the_size_limit_is_refused_before_it_is_embedded(
+    db: Db, new_tenant: Callable[[], Tenant]
+) -> None:
+    class Counting:
+        """An embedder that counts what it is asked to embed."""
+
+        model, dims, calls = "counting", 384, 0
+
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            Counting.calls += 1
+            return [[1.0] + [0.0] * 383 for _ in texts]
+
+        def embed_query(self, text: str) -> list[float]:
+            return [1.0] + [0.0] * 383
+
+    store = PgmemStore(Memory(conn=new_tenant().conn, embedder=Counting(), llm=False))  # type: ignore[arg-type]
+    with pytest.raises(psycopg.Error, match="max_content_bytes") as refused:
+        store.put(("a",), "big", {"content": "x" * 20_000})
+    assert refused.value.sqlstate == "PM012" and Counting.calls == 0
+    assert store.get(("a",), "big") is None

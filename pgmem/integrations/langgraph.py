@@ -308,11 +308,11 @@ class PgmemStore(BaseStore):
                 puts.pop((op.namespace, op.key), None)  # re-insert: keeps the last order
                 puts[(op.namespace, op.key)] = op
         writes = [op for op in puts.values() if op.value is not None]
+        texts = {id(op): content_of(op.value or {}, op.index or None) for op in writes}
+        self.memory._check_sizes(texts.values())  # refused before it is embedded
         # Models run before the transaction opens: no lock waits on them.
         embedded = [op for op in writes if op.index is not False]
-        vectors, _ = self.memory._vectors(
-            [content_of(op.value or {}, op.index or None) for op in embedded]
-        )
+        vectors, _ = self.memory._vectors([texts[id(op)] for op in embedded])
         vector_of = {id(op): v for op, v in zip(embedded, vectors, strict=True)}
         with self.memory.transaction() as conn:
             gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
@@ -334,7 +334,7 @@ class PgmemStore(BaseStore):
                 elif not isinstance(op, (GetOp, PutOp)):
                     raise ValueError(f"unknown store operation: {op!r}")
             for subject, group in _by_subject(writes).items():
-                self._put(conn, subject, group, vector_of)
+                self._put(conn, subject, group, texts, vector_of)
             deletes = [op for op in puts.values() if op.value is None]
             for subject, group in _by_subject(deletes).items():
                 fetch_all(
@@ -351,6 +351,7 @@ class PgmemStore(BaseStore):
         conn: Connection,
         subject: str,
         ops: list[PutOp],
+        texts: Mapping[int, str],
         vector_of: Mapping[int, list[float] | None],
     ) -> None:
         items = []
@@ -359,7 +360,7 @@ class PgmemStore(BaseStore):
             item: dict[str, Any] = {
                 "key": op.key,
                 "value": dict(op.value),
-                "content": content_of(op.value, op.index or None),
+                "content": texts[id(op)],
                 "embedding": vector_of.get(id(op)),
             }
             if op.ttl is not None:
