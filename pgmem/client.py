@@ -810,6 +810,18 @@ class Memory:
         with self._call(conn) as c:
             return fetch_all(c, queries.SUBJECT_EVENTS, {"subject": user_id, "event": event})
 
+    def entities(self, user_id: str, *, limit: int = 50, conn: Connection | None = None) -> Rows:
+        """The named things of a user's facts, most named first, each with the facts
+        (triples) that name them (``pgmem.entities``)."""
+        with self._call(conn) as c:
+            return fetch_all(c, queries.ENTITIES, {"subject": user_id, "limit": limit})
+
+    def links(self, memory_id: int, *, conn: Connection | None = None) -> Rows:
+        """A memory's typed links both ways, with the other memory's content and status
+        (``pgmem.memory_links_of``)."""
+        with self._call(conn) as c:
+            return fetch_all(c, queries.MEMORY_LINKS, {"memory_id": memory_id})
+
     def changes(
         self,
         after: str = START,

@@ -46,6 +46,8 @@ LONG_TERM = {
     "profile_add",
     "profile_remove",
     "erase_user",
+    "entities",
+    "related",
     "list_users",
     "job_status",
     "health",
@@ -677,6 +679,14 @@ def test_tags_agents_shared_users_and_the_tools_other_memory_servers_have(
             shared = await call("recall", query="deploys", user="erin", shared_users=["team:infra"])
             assert [h["content"] for h in shared] == ["The team deploys on Fridays"]
 
+            said = await call("remember", text="I live in Berlin", user="erin")
+            fact = next(r["memory_id"] for r in said if r["content"] == "User lives in Berlin")
+            (berlin,) = await call("entities", user="erin")
+            assert berlin["entity"] == "berlin" and berlin["memory_ids"] == [fact]
+            links = await call("related", memory_id=fact)
+            assert [(x["link_type"], x["direction"]) for x in links] == [("derived_from", "to")]
+            assert links[0]["content"] == "I live in Berlin"
+
             users = await call("list_users")
             assert {u["user"] for u in users} == {"erin", "team:infra"}
             turn = await call("append_turn", session_id="s1", role="user", content="I like jazz",
@@ -690,7 +700,7 @@ def test_tags_agents_shared_users_and_the_tools_other_memory_servers_have(
             refused = error_text(await client.call_tool("erase_user", {"user": "erin"}))
             assert "confirm=true" in refused
             erased = await call("erase_user", user="erin", confirm=True)
-            assert erased["memories_erased"] >= 2
+            assert erased["memories_erased"] >= 4
             assert {u["user"] for u in await call("list_users")} == {"team:infra"}
 
             prompts = {p.name for p in (await client.list_prompts()).prompts}

@@ -176,6 +176,7 @@ Long-term memory of the user, kept in PostgreSQL by pgmem.
   `finish_task` at the end; after a restart, `resume_task` says where you were.
 - `health` says whether memory works now; `job_status` where a queued turn stands;
   `list_users` and `list_sessions` show whose memories and conversations there are;
+  `entities` what the user's facts name, `related` how a memory links to others;
   `erase_user` removes a user for good.
 """
 
@@ -704,6 +705,31 @@ def _history(b: Binding) -> Callable[..., list[Row]]:
     return history
 
 
+def _entities(b: Binding) -> Callable[..., list[Row]]:
+    def entities(
+        user: User = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIST)] = 20,
+    ) -> list[Row]:
+        """The people, places and things the user's facts name, most named first, each
+        with its facts as triples (subject, predicate, object) and their memory ids."""
+        with b.call():
+            return b.memory.entities(b.user(user), limit=limit)
+
+    return entities
+
+
+def _related(b: Binding) -> Callable[..., list[Row]]:
+    def related(memory_id: MemoryId) -> list[Row]:
+        """How a memory is linked to others, both ways: derived_from (a fact and the
+        turn it was said in), supersedes, merged_into, same_session, same_entity; with
+        the other memory's content and status."""
+        with b.call():
+            b.owned(memory_id)
+            return b.memory.links(memory_id)
+
+    return related
+
+
 def _erase_user(b: Binding) -> Callable[..., dict[str, Any]]:
     def erase_user(
         user: User = None,
@@ -986,6 +1012,8 @@ LONG_TERM_TOOLS: Sequence[tuple[Callable[[Binding], Callable[..., Any]], ToolAnn
     (_profile, READ_ONLY),
     (_profile_add, WRITES),
     (_profile_remove, EDITS),
+    (_entities, READ_ONLY),
+    (_related, READ_ONLY),
     (_erase_user, ToolAnnotations(destructive_hint=True, open_world_hint=False)),
     (_list_users, READ_ONLY),
     (_job_status, READ_ONLY),

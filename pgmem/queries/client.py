@@ -37,6 +37,7 @@ __all__ = [
     "COUNT_EXPORT",
     "DELETE_ITEMS",
     "ENQUEUE",
+    "ENTITIES",
     "ERASE_SUBJECT",
     "EXPORT_MEMORIES",
     "FORGET",
@@ -47,6 +48,7 @@ __all__ = [
     "KEEP",
     "LISTEN",
     "LIST_MEMORIES",
+    "MEMORY_LINKS",
     "MEMORY_STATS",
     "PIN",
     "PROFILE",
@@ -325,3 +327,9 @@ CHANGE_POSITION: Final = "select pgmem.change_position() as position"
 CHANGES: Final = """
 select * from pgmem.changes(%(after)s::text, %(subject)s::text, %(limit)s::integer)
 """
+
+# ------------------------------------------------------------------------ graph
+
+ENTITIES: Final = "select * from pgmem.entities(%(subject)s, %(limit)s)"
+
+MEMORY_LINKS: Final = "select * from pgmem.memory_links_of(%(memory_id)s)"

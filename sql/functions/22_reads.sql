@@ -223,3 +223,67 @@ $$;
 
 comment on function pgmem.export_memories(text, text[]) is
     'The bound tenant''s memories with every field and the embedding as real[], in id order (write order), a store item''s key, value and ttl in minutes too: what pgmem export writes as JSON lines and Memory.import_memories reads back.';
+
+-- The graph a subject's facts make, as an agent browses it: its entities with
+-- the facts that name them, and the typed links of one memory.
+create or replace function pgmem.entities(p_subject text, p_limit integer default 50)
+returns table(entity text, facts bigint, memory_ids bigint[], triples jsonb)
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    -- A variable, not a subquery: Citus routes the statement by it.
+    v_tenant text := pgmem._require_tenant();
+begin
+    if p_limit is null or p_limit not between 1 and 1000 then
+        raise exception 'p_limit must be 1 to 1000, not %', coalesce(p_limit::text, 'NULL')
+            using errcode = 'PM021', hint = 'The entities come most named first.';
+    end if;
+    return query
+    select e.name, pg_catalog.count(*), pg_catalog.array_agg(m.memory_id order by m.memory_id),
+           pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+               'memory_id', m.memory_id, 'subject', m.triple_subject, 'predicate', m.triple_predicate,
+               'object', m.triple_object, 'content', m.content) order by m.memory_id)
+    from pgmem.memories as m
+    cross join lateral pg_catalog.unnest(pgmem._entities(m.triple_subject, m.triple_predicate,
+                                                         m.triple_object)) as e(name)
+    where m.tenant_id = v_tenant and m.subject = p_subject and m.status = 'active'
+      and m.triple_predicate is not null
+    group by e.name
+    order by pg_catalog.count(*) desc, e.name
+    limit p_limit;
+end
+$$;
+
+comment on function pgmem.entities(text, integer) is
+    'The named things (pgmem._entities of each triple) of a subject''s active facts, most named first, each with its facts'' ids and triples (subject, predicate, object, content); at most p_limit (1-1000).';
+
+create or replace function pgmem.memory_links_of(p_memory_id bigint)
+returns table(link_type text, direction text, memory_id bigint, content text, status text, weight real,
+              created_at timestamptz)
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tenant text := pgmem._require_tenant();
+begin
+    return query
+    select l.link_type, 'to'::text, l.to_id, m.content, m.status, l.weight, l.created_at
+    from pgmem.memory_links as l
+    join pgmem.memories as m on m.tenant_id = l.tenant_id and m.memory_id = l.to_id
+    where l.tenant_id = v_tenant and l.from_id = p_memory_id
+    union all
+    select l.link_type, 'from', l.from_id, m.content, m.status, l.weight, l.created_at
+    from pgmem.memory_links as l
+    join pgmem.memories as m on m.tenant_id = l.tenant_id and m.memory_id = l.from_id
+    where l.tenant_id = v_tenant and l.to_id = p_memory_id
+    order by 1, 3;
+end
+$$;
+
+comment on function pgmem.memory_links_of(bigint) is
+    'The typed links of one memory (same_session, derived_from, same_entity, supersedes, merged_into), both ways: direction to (this memory links to it) or from, the other memory''s id, content and status, weight.';
