@@ -5,7 +5,10 @@ The tests shipped in the sdists of the installed langgraph-checkpoint (its
 ``tests/test_async_store.py``) are fetched from PyPI at test time, never kept here,
 and run in a pytest of their own with the store replaced by a :class:`PgmemStore` on a
 fresh tenant: InMemoryStore's suite as is, PostgresStore's in three connection modes
-(the client's own pool, the caller's pool, the caller's connection).
+(the client's own pool, the caller's pool, the caller's connection). The graph tests
+of the installed langgraph that take a store (its ``sync_store`` and ``async_store``
+fixtures, in ``tests/test_pregel.py`` and ``tests/test_pregel_async.py``) run with
+those fixtures giving a PgmemStore.
 
 What they test that PgmemStore does not offer, by design or not yet, is deselected
 by name, each with its reason (:data:`NOT_OFFERED`); everything else must pass.
@@ -155,6 +158,61 @@ def _sdist_tests(distribution: str, into: Path) -> Path:
     return tests
 
 
+GRAPH_CONFTEST = (
+    CONFTEST
+    + """
+from langgraph.checkpoint.memory import InMemorySaver
+
+STORES = {"sync_store", "async_store"}
+
+
+def pytest_collection_modifyitems(config, items):
+    # Only the graph tests that take a store: the others test LangGraph alone.
+    kept = [item for item in items if STORES & set(getattr(item, "fixturenames", ()))]
+    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    items[:] = kept
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def deterministic_uuids(mocker):
+    side_effect = (uuid.UUID(f"00000000-0000-4000-8000-{i:012}", version=4) for i in range(10000))
+    return mocker.patch("uuid.uuid4", side_effect=side_effect)
+
+
+@pytest.fixture(params=["sync", "async", "exit"])
+def durability(request):
+    return request.param
+
+
+@pytest.fixture
+def sync_store():
+    with memory(dsn=DSN) as client:
+        yield PgmemStore(client)
+
+
+@pytest.fixture
+async def async_store():
+    with memory(dsn=DSN) as client:
+        yield PgmemStore(client)
+
+
+@pytest.fixture
+def sync_checkpointer():
+    yield InMemorySaver()
+
+
+@pytest.fixture
+async def async_checkpointer():
+    yield InMemorySaver()
+"""
+)
+
+
 def _run(root: Path, dsn: str, *files: str) -> tuple[str, dict[str, int]]:
     names = [name for reasons in NOT_OFFERED.values() for name in reasons]
     result = subprocess.run(
@@ -197,3 +255,16 @@ def test_langgraph_postgres_store_suites(tmp_path: Path, dsn: str) -> None:
     output, counts = _run(root, dsn, "tests/test_store.py", "tests/test_async_store.py")
     assert counts.get("failed", 0) == 0 and "error" not in counts and "errors" not in counts, output
     assert counts.get("passed", 0) >= 90, output
+
+
+def test_langgraph_graph_tests_that_take_a_store(tmp_path: Path, dsn: str) -> None:
+    tests = _sdist_tests("langgraph", tmp_path / "sdist")
+    root = tmp_path / "run"
+    shutil.copytree(tests, root / "tests")
+    # Their conftest builds stores and checkpointers on docker services: ours
+    # gives a PgmemStore and LangGraph's in-memory checkpointer.
+    (root / "tests" / "conftest.py").write_text(GRAPH_CONFTEST)
+    output, counts = _run(root, dsn, "tests/test_pregel.py", "tests/test_pregel_async.py")
+    assert counts.get("failed", 0) == 0 and "error" not in counts and "errors" not in counts, output
+    # Two sync and two async graphs write and read through the store.
+    assert counts.get("passed", 0) >= 4, output
