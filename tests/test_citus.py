@@ -242,6 +242,10 @@ def test_reads_and_edits_through_the_coordinator(service: str, tenant: str) -> N
         assert conn.execute("select count(*) from pgmem.list_memories('kate')").fetchone() == (1,)
         assert conn.execute("select pgmem.count_memories('kate')").fetchone() == (1,)
         assert conn.execute("select count(*) from pgmem.export_memories('kate')").fetchone() == (1,)
+        # The change stream on the coordinator: the workers' events as they stand.
+        changes = conn.execute("select event, new_content from pgmem.changes('0/0', 'kate')")
+        assert changes.fetchall() == [("insert", "Kate likes tea")]
+        assert conn.execute("select pgmem.change_position() <> '0/0'").fetchone() == (True,)
         conn.execute("select pgmem.pin(%s)", (mid,))
         conn.execute("select pgmem.update_memory(%s, 'Kate likes green tea')", (mid,))
         conn.execute("select pgmem.forget(%s)", (mid,))

@@ -1162,10 +1162,10 @@ def build_server(
         description="Instructions to consult memory before each answer and keep what is said.",
     )
     def recall_before_answering(user: str | None = None) -> str:
-        whose = f" with user={binding.user(user)!r}" if user or binding.subject else ""
+        whose = f" (user={binding.user(user)!r})" if user or binding.subject else ""
         return (
-            f"Before each answer, call the `context` tool{whose} with what the user asked, "
-            "and use what it returns. When the user states a fact, a preference or an "
+            f"Before each answer, call the `context` tool{whose}, its query what the user "
+            "asked, and use what it returns. When the user states a fact, a preference or an "
             "instruction, call `remember` with their words. Correct a wrong memory with "
             "`update`; remove one with `forget`."
         )

@@ -95,6 +95,12 @@ begin
         raise exception 'p_limit must be 1 to 10000, not %', coalesce(p_limit::text, 'NULL')
             using errcode = 'PM021', hint = 'Read the stream a page at a time.';
     end if;
+    -- On Citus the events' transactions are the workers', which the
+    -- coordinator's snapshot cannot order: there the stream is read as it
+    -- stands (docs/scaling.md).
+    if pgmem._distributed() then
+        v_horizon := null;
+    end if;
     v_xact := pg_catalog.split_part(p_after, '/', 1)::xid8;
     v_event := pg_catalog.split_part(p_after, '/', 2)::bigint;
     return query
@@ -103,7 +109,7 @@ begin
     from pgmem.memory_events as e
     where e.tenant_id = v_tenant
       and (coalesce(e.xact, '0'::xid8), e.event_id) > (v_xact, v_event)
-      and coalesce(e.xact, '0'::xid8) < v_horizon
+      and (v_horizon is null or coalesce(e.xact, '0'::xid8) < v_horizon)
       and (p_subject is null or e.subject = p_subject)
     order by coalesce(e.xact, '0'::xid8), e.event_id
     limit p_limit;
@@ -122,11 +128,13 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_tenant text := pgmem._require_tenant();
-    v_horizon xid8 := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
+    v_horizon xid8 := case when not pgmem._distributed()
+                           then pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot()) end;
 begin
     return coalesce((select coalesce(e.xact, '0'::xid8)::text || '/' || e.event_id::text
                      from pgmem.memory_events as e
-                     where e.tenant_id = v_tenant and coalesce(e.xact, '0'::xid8) < v_horizon
+                     where e.tenant_id = v_tenant
+                       and (v_horizon is null or coalesce(e.xact, '0'::xid8) < v_horizon)
                      order by coalesce(e.xact, '0'::xid8) desc, e.event_id desc
                      limit 1), '0/0');
 end
