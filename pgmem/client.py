@@ -1092,49 +1092,34 @@ class Memory:
     ) -> None:
         """Put exported store items again (``pgmem.put_items``): key, value, text and
         ttl as they were."""
-        missing = [item for _, item in stored if "embedding" not in item]
+        self._fill_vectors([item for _, item in stored], dims)
+        items = ingest.as_jsonb([item for _, item in stored])
+        try:
+            rows = fetch_all(conn, queries.PUT_ITEMS, {"subject": subject, "items": items})
+        except psycopg.Error as exc:
+            raise _record_error(exc, [position for position, _ in stored]) from exc
+        for row in rows:
+            counts[row["action"]] = counts.get(row["action"], 0) + 1
+
+    def _fill_vectors(self, items: Sequence[Row], dims: int) -> None:
+        """Vectors for the imported items that bring none (or none of the tenant's size,
+        or with reembed): without a model of that size they stay NULL, and the worker
+        embeds them."""
+        missing = [item for item in items if "embedding" not in item]
         embedder = self._get_embedder() if missing else None
         if missing and embedder is not None and embedder.dims == dims:
             vectors, _ = self._vectors([i["content"] for i in missing])
             for item, vector in zip(missing, vectors, strict=True):
                 item["embedding"] = vector
-        try:
-            rows = fetch_all(
-                conn,
-                queries.PUT_ITEMS,
-                {"subject": subject, "items": ingest.as_jsonb([item for _, item in stored])},
-            )
-        except psycopg.Error as exc:
-            message = _message(exc)
-            named = _BATCH_ITEM.search(message)
-            if named is not None and 0 < int(named[1]) <= len(stored):
-                position = stored[int(named[1]) - 1][0]
-                raise ImportRecordError(position, _BATCH_ITEM.sub("", message, 1)) from exc
-            raise ImportRecordError(stored[0][0], message, last=stored[-1][0]) from exc
-        for row in rows:
-            counts[row["action"]] = counts.get(row["action"], 0) + 1
 
     def _import_batch(
         self, conn: Connection, batch: _Batch, dims: int, counts: dict[str, int]
     ) -> None:
-        missing = [item for _, item, _ in batch if "embedding" not in item]
-        embedder = self._get_embedder() if missing else None
-        # Without a model of the tenant's size they stay NULL: the worker embeds them.
-        if missing and embedder is not None and embedder.dims == dims:
-            vectors, _ = self._vectors([i["content"] for i in missing])
-            for item, vector in zip(missing, vectors, strict=True):
-                item["embedding"] = vector
+        self._fill_vectors([item for _, item, _ in batch], dims)
         try:
             rows = ingest.remember(conn, None, [item for _, item, _ in batch])
         except psycopg.Error as exc:
-            message = _message(exc)
-            # remember_many names the bad item p_items[n] (10_input.sql), n counting
-            # from 1 within this batch: report it as the record it came from.
-            named = _BATCH_ITEM.search(message)
-            if named is not None and 0 < int(named[1]) <= len(batch):
-                position = batch[int(named[1]) - 1][0]
-                raise ImportRecordError(position, _BATCH_ITEM.sub("", message, 1)) from exc
-            raise ImportRecordError(batch[0][0], message, last=batch[-1][0]) from exc
+            raise _record_error(exc, [position for position, _, _ in batch]) from exc
         for row in rows:
             action = row["action"]
             counts[action] = counts.get(action, 0) + 1
@@ -1145,6 +1130,16 @@ class Memory:
 
 
 # ----------------------------------------------------------------- helpers
+
+
+def _record_error(exc: psycopg.Error, positions: list[int]) -> ImportRecordError:
+    """A batch's refusal as the import record it came from: remember_many and put_items
+    name the bad item p_items[n] (10_input.sql), n counting from 1 within the batch."""
+    message = _message(exc)
+    named = _BATCH_ITEM.search(message)
+    if named is not None and 0 < int(named[1]) <= len(positions):
+        return ImportRecordError(positions[int(named[1]) - 1], _BATCH_ITEM.sub("", message, 1))
+    return ImportRecordError(positions[0], message, last=positions[-1])
 
 
 def _message(exc: psycopg.Error) -> str:

@@ -1,6 +1,48 @@
 -- pgmem.remember_many: the bulk form of pgmem.remember (12_remember_one.sql),
 -- with the same decisions, as if its items were remembered one by one.
 
+-- The vectors of a batch's items (remember_many, put_items), in item order:
+-- one cast for the whole batch; only if it fails, find the item (PM016).
+create or replace function pgmem._batch_embeddings(p_items jsonb)
+returns public.vector[]
+language plpgsql
+immutable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_item record;
+begin
+    return array(
+        select case pg_catalog.jsonb_typeof(e.v -> 'embedding')
+                    when 'string' then (e.v ->> 'embedding')::public.vector
+                    when 'array' then ((e.v -> 'embedding')::text)::public.vector
+               end
+        from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
+        order by e.i);
+exception when others then
+    for v_item in
+        select e.i, case pg_catalog.jsonb_typeof(e.v -> 'embedding')
+                         when 'string' then e.v ->> 'embedding' else (e.v -> 'embedding')::text end as embedding
+        from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
+        where pg_catalog.jsonb_typeof(e.v -> 'embedding') in ('array', 'string')
+        order by e.i
+    loop
+        begin
+            perform v_item.embedding::public.vector;
+        exception when others then
+            raise exception 'p_items[%].embedding holds a value that is not a finite number', v_item.i
+                using errcode = 'PM016',
+                      hint = 'Every element must be a finite number, as a JSON array or a vector literal ''[0.1, …]''.';
+        end;
+    end loop;
+    raise;
+end
+$$;
+
+comment on function pgmem._batch_embeddings(jsonb) is
+    'The embedding of each item of a JSON batch as vectors, in item order (NULL where none); PM016 naming the first item whose embedding is not finite numbers (internal: remember_many, put_items).';
+
 create or replace function pgmem.remember_many(
     p_items jsonb,
     p_subject text default null,
@@ -129,33 +171,7 @@ begin
         end if;
     end if;
 
-    -- Embeddings: one cast for the whole batch; only if it fails, find the item.
-    begin
-        v_embeddings := array(
-            select case pg_catalog.jsonb_typeof(e.v -> 'embedding')
-                        when 'string' then (e.v ->> 'embedding')::public.vector
-                        when 'array' then ((e.v -> 'embedding')::text)::public.vector
-                   end
-            from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
-            order by e.i);
-    exception when others then
-        for v_item in
-            select e.i, case pg_catalog.jsonb_typeof(e.v -> 'embedding')
-                             when 'string' then e.v ->> 'embedding' else (e.v -> 'embedding')::text end as embedding
-            from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
-            where pg_catalog.jsonb_typeof(e.v -> 'embedding') in ('array', 'string')
-            order by e.i
-        loop
-            begin
-                perform v_item.embedding::public.vector;
-            exception when others then
-                raise exception 'p_items[%].embedding holds a value that is not a finite number', v_item.i
-                    using errcode = 'PM016',
-                          hint = 'Every element must be a finite number, as a JSON array or a vector literal ''[0.1, …]''.';
-            end;
-        end loop;
-        raise;
-    end;
+    v_embeddings := pgmem._batch_embeddings(p_items);
 
     perform pgmem._check_memory_input(
                 e.i::integer, v_settings, coalesce(e.v ->> 'subject', p_subject), e.v ->> 'content',

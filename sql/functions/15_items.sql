@@ -148,19 +148,7 @@ begin
             using errcode = 'PM021', hint = 'Put each key once per call; the last value is the one to keep.';
     end if;
 
-    begin
-        v_embeddings := array(
-            select case pg_catalog.jsonb_typeof(e.v -> 'embedding')
-                        when 'string' then (e.v ->> 'embedding')::public.vector
-                        when 'array' then ((e.v -> 'embedding')::text)::public.vector
-                   end
-            from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
-            order by e.i);
-    exception when others then
-        raise exception 'an embedding of p_items holds a value that is not a finite number'
-            using errcode = 'PM016',
-                  hint = 'Every element must be a finite number, as a JSON array or a vector literal ''[0.1, …]''.';
-    end;
+    v_embeddings := pgmem._batch_embeddings(p_items);
     v_texts := array(select coalesce(e.v ->> 'content', pgmem.item_text(e.v -> 'value'))
                      from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i) order by e.i);
     -- The subject, the text (size PM012 included) and the vector as any
