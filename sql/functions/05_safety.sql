@@ -97,7 +97,10 @@ begin
          || '|call|use|invoke|run|execute|trigger|curl|rm |remember|note|memori|store|save|add|write|record|keep|put|update|change'
          || '|modify|overwrite|rewrite|from now|dear|hey|hello|ai|llm|gpt|ignora|olvid|descarta|omite|sigas|ignorier|vergiss'
          || '|vergessen|missachte|oublie|ahora|bist|maintenant|désormais|muestra|revela|dime|imprime|enséñame|repite|zeig|gib'
-         || '|verrate|nenne|wiederhole|affiche|montre|révèle|donne|répète|以后|记住|牢记|致|给',
+         || '|verrate|nenne|wiederhole|affiche|montre|révèle|donne|répète|以后|记住|牢记|致|给'
+         || '|what|which|copy|quote|paste|list|summari|translate|share|everything|start|begin|configuration|context'
+         || '|confidential|roleplay|role-play|imagine|character|persona|game|make|setze|deaktiviere|umgehe|ohne'
+         || '|tout|partir|tiens|désactive|contourne',
          null, 'i', false),
 
         -- What a text undone from ROT13 or reversal must hold to be read at
@@ -296,6 +299,82 @@ begin
          || '(之前|以前|先前|前面|上面|以上|previous|prior|above|earlier)\s*(的)?\s*(所有|全部|all)?\s*(的)?\s*'
          || '(instructions?|prompts?|rules|指令|指示|规则|提示词?|设定)'
          || '|(告诉我|显示|输出|打印|泄露|透露|给我看|发给我)[^。！？!?\n]{0,10}system\s*prompt',
+         null, 'i', false),
+
+        -- Asking for the instructions an assistant runs under, however put:
+        -- what it was given, its configuration or context, its hidden or
+        -- confidential rules, word for word.
+        (23, 'instructions_leak', 'injection', null,
+         '(?<![a-z])(what|which)\s*(instructions|rules|guidelines|directions|directives)\s*(were|have|are)\s*you\s*(been\s*)?(given|told|programmed|running|operating)'
+         || '|(?<![a-z])(print|output|show|dump|copy|repeat|quote|paste|list|summari[sz]e|translate|reveal|share|display|write\s*out|tell\s*me)(?![a-z])'
+         || '[^.!?\n]{0,50}(your|the)\s*(system\s*(message|prompt|instructions?)|initial\s*(prompt|instructions?|message)'
+         || '|hidden\s*(rules|guidelines|instructions|prompt)|(confidential|secret|internal)\s*(rules|guidelines|instructions)'
+         || '|configuration|context\s*window|developer\s*(instructions|message)|rules\s*your\s*(developers|creators|makers))'
+         || '|(?<![a-z])(everything|all\s*the\s*text|the\s*text)\s*(in\s*your\s*context|above\s*this\s*(message|line|conversation))'
+         || '|(?<![a-z])(start|begin)\s*your\s*(reply|response|answer)\s*with\s*[^.!?\n]{0,40}(system|initial|hidden)\s*(message|prompt|instructions)'
+         || '|(?<![a-z])(rules|instructions|guidelines)\s*you\s*(were|are|have\s*been)\s*(told|instructed|asked)\s*not\s*to\s*(share|reveal|disclose)',
+         null, 'i', false),
+        -- Role play that sets the assistant free of its rules: a game, a
+        -- character or persona with no restrictions, one that never refuses.
+        (24, 'role_play', 'injection', null,
+         '(?<![a-z])let''?s\s*play\s*a\s*game[^.!?\n]{0,20}(you\s*are|you''re|you\s*will\s*be|pretend)'
+         || '|(?<![a-z])(you\s*are|you''re|you\s*will\s*(be|act\s*as|play))\s*[^.!?\n]{0,40}(ai|assistant|bot|model|character|chatbot|persona)\s*(that|who|which)\s*'
+         || '[^.!?\n]{0,30}(no\s*(restrictions|limits|rules|filters|content\s*policy)|never\s*refuses?|answers?\s*everything|without\s*(restrictions|limits|rules|filters)'
+         || '|nothing\s*is\s*forbidden|explains?\s*how\s*to)'
+         || '|(?<![a-z])(pretend|imagine)\s*(that\s*)?you\s*are\s*[^.!?\n]{0,60}(no\s*(restrictions|limits|rules)|nothing\s*is\s*(forbidden|off[- ]limits)'
+         || '|unaligned|uncensored|unfiltered|without\s*(restrictions|limits|rules|filters)|evil|jailbroken)'
+         || '|(?<![a-z])(respond|answer|reply|act|speak)\s*as\s*[^.!?\n]{0,60}(uncensored|unfiltered|unrestricted|jailbroken|unaligned)'
+         || '|(?<![a-z])stay\s*in\s*character[^.!?\n]{0,60}(no\s*(content\s*)?(policy|restrictions|rules|filters)|no\s*matter\s*what)'
+         || '|(?<![a-z])(roleplay\s*as|role-play\s*as|pretend\s*to\s*be|act\s*as)\s*my\s*(late|dead|deceased)\s*[a-z]+\s*who\s*(used\s*to|would)'
+         || '|(?<![a-z])(act|play)\s*as\s*(a\s*character|someone|an?\s*[a-z]+)\s*(named\s*[a-z0-9]+\s*)?(who|that)\s*'
+         || '(never\s*refuses|always\s*(answers|complies|obeys)|has\s*no\s*(rules|limits|restrictions|filters))',
+         null, 'i', false),
+        -- A memory write that plants a false authority or an order for other
+        -- people: what an admin said, what to tell everyone, checks no longer
+        -- needed. Not "remember to always use metric units": a user's own
+        -- standing instruction is what procedural memory is for.
+        (25, 'memory_directive', 'injection', null,
+         '(?<![a-z])(remember|memori[sz]e|store|save|keep\s*in\s*mind|note|add\s*to\s*your\s*(long[- ]term\s*)?memory|update\s*your\s*memory)(?![a-z])[^\n]{0,80}'
+         || '((the\s*)?(admin(istrator)?|ceo|developer|owner|system)\s*(said|says|authori[sz]ed|approved|wants|has\s*(said|approved|authori[sz]ed))'
+         || '|(tell|say\s*to)\s*(everyone|all\s*users|every\s*user|anyone)|whenever\s*(someone|anyone|a\s*user|users|people)\s*asks?'
+         || '|(security|verification|safety)\s*(checks?|steps?)\s*(are|is)\s*(no\s*longer|not)\s*(needed|required)'
+         || '|skipping\s*(the\s*)?(verification|security|checks?)|granted\s*you\s*(admin|root|full)\s*access|share\s*(their|the\s*user''?s|his|her)\s*data)'
+         || '|(?<![a-z])save\s*(this\s*)?as\s*a\s*fact\s*that|(?<![a-z])memori[sz]e\s*this\s*(rule|instruction)',
+         null, 'i', false),
+        -- A tool call aimed at the user's data or money, or at a place the
+        -- text names.
+        (26, 'tool_exfiltration', 'injection', null,
+         '(?<![a-z])(use|call|invoke|run|execute|trigger|make)\s*(your\s*|the\s*|a\s*)?([a-z_]+\s*)?(tool|function|api|webhook|command|plugin)(\s*call)?(?![a-z])'
+         || '[^.!?\n]{0,80}((the\s*)?user''?s?\s*(credentials|password|messages|conversation|history|calendar|contacts|files|data|emails)'
+         || '|~/\.ssh|id_rsa|\.env(?![a-z])|transfer\s*\$?[0-9]|attacker|(to|at)\s*this\s*(url|link|address)|the\s*conversation\s*to)',
+         null, 'i', false),
+        -- The same in German and French, and English words in Chinese, as
+        -- they were not yet put.
+        (27, 'intl_extra', 'injection', null,
+         '(?<![a-z])du\s*bist\s*(ab\s*jetzt|jetzt|nun|ab\s*sofort|von\s*nun\s*an)\s*(ein[e]?\s*)?[a-zäöüß]*\s*ohne\s*(regeln|einschränkungen|grenzen|filter)'
+         || '|(?<![a-z])setze?\s*[^.!?\n]{0,30}(sicherheitsregeln|regeln|richtlinien|filter|einschränkungen)\s*außer\s*kraft'
+         || '|(?<![a-z])(deaktiviere|umgehe|ignoriere)\s*[^.!?\n]{0,20}(filter|sicherheitsregeln|sicherheitsrichtlinien)'
+         || '|(?<![a-z])(oublie[sz]?|ignore[sz]?)\s*tout\s*ce\s*qu''?on\s*(t|vous)\s*''?\s*a\s*dit'
+         || '|(?<![a-z])(révèle|affiche|montre|donne|répète)[^.!?\n]{0,30}(instructions|consignes|message|prompt)\s*(cachées?|secrètes?|système|initiales?)'
+         || '|(?<![a-z])à\s*partir\s*de\s*maintenant,?\s*(tu\s*es|vous\s*êtes)\s*[^.!?\n]{0,20}sans\s*(règles|limites|restrictions|filtres)'
+         || '|(?<![a-z])ne\s*tiens?\s*pas\s*compte\s*de\s*(tes|vos)\s*(directives|consignes|règles|instructions)'
+         || '|(?<![a-z])(désactive[sz]?|contourne[sz]?)\s*(tes|vos|les)\s*(filtres|règles|restrictions|protections)'
+         || '|(忘掉|忘记|无视|忽略)\s*你的\s*(rules|instructions|prompt|规则)'
+         || '|(?<![a-z])(you\s*are|you''re)\s*(now\s*)?dan(?![a-z])'
+         || '|把你的\s*system\s*prompt|(进入|开启|切换到|打开)\s*(developer|dev|god|dan|jailbreak)\s*mode'
+         || '|(no\s*restrictions|unrestricted|uncensored|unfiltered)\s*的\s*(ai|助手|模型)'
+         || '|(输出|显示|给我|告诉我)\s*(hidden|system)\s*(instructions|prompt)',
+         null, 'i', false),
+
+        -- Notes to an AI inside a text it is asked to read, as they were not
+        -- yet put: a bracketed instruction, "to any assistant summarizing
+        -- this", "if an AI reads this".
+        (28, 'note_to_ai_extra', 'injection', null,
+         '\[\s*(instructions?|note|message|directions?)\s*(for|to)\s*(the\s*|any\s*)?(ai|llm|assistant|agent|model|chatbot)[a-z ]*\]'
+         || '|(?<![a-z])(to|for)\s*any\s*(ai\s*)?(assistant|agent|model|llm|ai|chatbot)s?\s*(reading|summari[sz]ing|processing|parsing|viewing)\s*this'
+         || '|(?<![a-z])if\s*an?\s*(ai|llm|assistant|language\s*model|chatbot|bot)\s*(reads|is\s*reading|processes|summari[sz]es|sees)\s*this'
+         || '|(?<![a-z])(language\s*models?|llms?|ai\s*(assistants?|models?|systems?|agents?))\s*(reading|processing|summari[sz]ing|parsing)\s*this'
+         || '\s*[a-z]*\s*(must|should|shall|will|need\s*to|are\s*to)',
          null, 'i', false),
 
         (100, 'private_key', 'secret', 'private_key',
