@@ -329,36 +329,32 @@ begin
     end if;
     -- An item whose time to live has passed is gone for every read at once,
     -- before the archive job sweeps it.
-    if p_refresh then
-        return query
-        with refreshed as (
-            update pgmem.memories as m
-            set expires_at = v_now + m.item_ttl
-            from (select x.memory_id
-                  from pgmem.memories as x
-                  where x.tenant_id = v_tenant and x.subject = p_subject and x.status = 'active'
-                    and x.source = 'store' and (x.expires_at is null or x.expires_at > v_now)
-                    and (p_keys is null
-                         or x.content_hash in (select pgmem._item_hash(k) from pg_catalog.unnest(p_keys) as k))
-                    and (p_memory_ids is null or x.memory_id = any (p_memory_ids))
-                  order by x.updated_at desc, x.memory_id desc
-                  limit p_limit offset p_offset) as f
-            where m.tenant_id = v_tenant and m.memory_id = f.memory_id
-            -- (an item without a time to live keeps no expiry)
-            returning m.item_key, m.item_value, m.memory_id, m.created_at, m.updated_at, m.expires_at
-        )
-        select r.* from refreshed as r order by r.updated_at desc, r.memory_id desc;
-        return;
-    end if;
+    -- One read of the items; with p_refresh the same rows get their expiry
+    -- moved (an item without a time to live keeps none).
     return query
-    select m.item_key, m.item_value, m.memory_id, m.created_at, m.updated_at, m.expires_at
-    from pgmem.memories as m
-    where m.tenant_id = v_tenant and m.subject = p_subject and m.status = 'active' and m.source = 'store'
-      and (m.expires_at is null or m.expires_at > v_now)
-      and (p_keys is null or m.content_hash in (select pgmem._item_hash(k) from pg_catalog.unnest(p_keys) as k))
-      and (p_memory_ids is null or m.memory_id = any (p_memory_ids))
-    order by m.updated_at desc, m.memory_id desc
-    limit p_limit offset p_offset;
+    with picked as (
+        select m.item_key, m.item_value, m.memory_id, m.created_at, m.updated_at, m.expires_at, m.item_ttl
+        from pgmem.memories as m
+        where m.tenant_id = v_tenant and m.subject = p_subject and m.status = 'active' and m.source = 'store'
+          and (m.expires_at is null or m.expires_at > v_now)
+          and (p_keys is null
+               or m.content_hash in (select pgmem._item_hash(k) from pg_catalog.unnest(p_keys) as k))
+          and (p_memory_ids is null or m.memory_id = any (p_memory_ids))
+        order by m.updated_at desc, m.memory_id desc
+        limit p_limit offset p_offset
+    ),
+    refreshed as (
+        update pgmem.memories as m
+        set expires_at = v_now + p.item_ttl
+        from picked as p
+        where p_refresh and p.item_ttl is not null and m.tenant_id = v_tenant and m.memory_id = p.memory_id
+        returning m.memory_id, m.expires_at
+    )
+    select p.item_key, p.item_value, p.memory_id, p.created_at, p.updated_at,
+           coalesce(r.expires_at, p.expires_at)
+    from picked as p
+    left join refreshed as r on r.memory_id = p.memory_id
+    order by p.updated_at desc, p.memory_id desc;
 end
 $$;
 
