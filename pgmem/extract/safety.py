@@ -41,7 +41,8 @@ RULES_FILE: Final = Path(__file__).with_name("safety_rules.json")
 
 # The base64 runs pgmem._detect_injection_many decodes (same pattern there).
 _BASE64_RUN: Final = re.compile(r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{16,})=*")
-# When it also reads the percent-decoded, ROT13 and reversed text (same tests there).
+# When it also reads the percent-decoded, ROT13, reversed and word-reversed text (same
+# tests there).
 _PERCENT: Final = re.compile(r"%[0-9A-Fa-f]{2}")
 _LATIN: Final = re.compile(r"[A-Za-z]")
 _CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
@@ -151,8 +152,14 @@ def _views(text: str, rules: _Rules) -> list[str]:
         rotated = _apply(rules.folds["rot13"], stored)
         if rules.decoded.search(rotated):
             sources.append(rotated)
-        if not _CJK.search(stored) and rules.decoded.search(stored[::-1]):
-            sources.append(stored[::-1])
+        if not _CJK.search(stored):
+            if rules.decoded.search(stored[::-1]):
+                sources.append(stored[::-1])
+            # Each word reversed in its place, split on the space alone as there.
+            if " " in stored:
+                words = " ".join(w[::-1] for w in stored.split(" "))
+                if rules.decoded.search(words):
+                    sources.append(words)
     views: list[str] = []
     for source in sources:
         view = _apply(rules.folds["injection"], unicodedata.normalize("NFKC", source))

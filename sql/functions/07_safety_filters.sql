@@ -6,7 +6,8 @@
 --   * prompt injection: pgmem._detect_injection_many (a batch) and
 --     pgmem.detect_injection (one text) name the first rule a text matches,
 --     in any of its views: folded, loose, and the decoded base64 runs, the
---     percent-decoded, ROT13 and reversed text.
+--     percent-decoded, ROT13 and reversed text, and the text with each word
+--     reversed in its place.
 --   * secrets and personal data: pgmem._redact_many (a batch, with the
 --     kinds replaced), pgmem.redact (one text), pgmem._redacted and
 --     pgmem._redact_objects (triple objects, read with their predicate as
@@ -116,7 +117,8 @@ as $$
 -- Views of one text, each matched against every rule: the folded text,
 -- its loose view, and the same two for the decoded text of every base64
 -- run (16+ characters) that decodes to UTF-8, for the percent-decoded text,
--- the text rotated by ROT13 and, for Latin-script text, the text reversed.
+-- the text rotated by ROT13 and, for Latin-script text, the text reversed
+-- and the text with each word reversed in its place.
 declare
     -- The rules, read once a session.
     v_prefilter text := (pgmem._safety_column('prefilter', 'injection', 'pattern'))[1];
@@ -195,10 +197,22 @@ begin
             if v_decoded OPERATOR(pg_catalog.~*) v_decoded_prefilter then
                 v_sources := v_sources || v_decoded;
             end if;
-            v_decoded := pg_catalog.reverse(v_text);
-            if v_text OPERATOR(pg_catalog.!~) '[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]'
-               and v_decoded OPERATOR(pg_catalog.~*) v_decoded_prefilter then
-                v_sources := v_sources || v_decoded;
+            if v_text OPERATOR(pg_catalog.!~) '[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]' then
+                v_decoded := pg_catalog.reverse(v_text);
+                if v_decoded OPERATOR(pg_catalog.~*) v_decoded_prefilter then
+                    v_sources := v_sources || v_decoded;
+                end if;
+                -- Each word written backwards in its place ("erongi lla
+                -- suoiverp"): the whole text reversed reads its words in
+                -- reverse order, which no rule reads.
+                if pg_catalog.strpos(v_text, ' ') > 0 then
+                    select pg_catalog.string_agg(pg_catalog.reverse(w.w), ' ' order by w.i)
+                    into v_decoded
+                    from pg_catalog.unnest(pg_catalog.string_to_array(v_text, ' ')) with ordinality as w(w, i);
+                    if v_decoded OPERATOR(pg_catalog.~*) v_decoded_prefilter then
+                        v_sources := v_sources || v_decoded;
+                    end if;
+                end if;
             end if;
         end if;
         v_views := '{}';
@@ -325,6 +339,14 @@ begin
     -- digits hold (capture group 1 of the pattern) one by one: mod 97 for
     -- an IBAN, Luhn for a card number.
     for v_match in select m.m[1] from pg_catalog.regexp_matches(p_text, p_pattern, p_flags) as m(m) loop
+        if p_kind = 'iban' then
+            -- The last groups of an IBAN may hold letters, so the match can
+            -- run on into the words after it ("… 0130 00 OK", "… please"):
+            -- drop trailing groups until the check holds or none is left.
+            while not pgmem._iban_valid(v_match) and pg_catalog.strpos(v_match, ' ') > 0 loop
+                v_match := pg_catalog.regexp_replace(v_match, ' +[^ ]*$', '');
+            end loop;
+        end if;
         if (case p_kind when 'iban' then pgmem._iban_valid(v_match) else pgmem._luhn_valid(v_match) end) then
             v_result := pg_catalog.replace(v_result, v_match, p_replacement);
         end if;
@@ -384,7 +406,8 @@ begin
                 continue when not pgmem._gate_open(v_gates, v_r, v_lower, v_digits);
                 if not v_luhn[v_r] then
                     v_new := pg_catalog.regexp_replace(content, v_patterns[v_r], v_replacements[v_r], v_flags[v_r]);
-                elsif content OPERATOR(pg_catalog.~) v_patterns[v_r] then
+                elsif (case when pg_catalog.strpos(v_flags[v_r], 'i') > 0 then content OPERATOR(pg_catalog.~*) v_patterns[v_r]
+                            else content OPERATOR(pg_catalog.~) v_patterns[v_r] end) then
                     v_new := pgmem._replace_checked(content, v_patterns[v_r], v_replacements[v_r], v_flags[v_r], v_kinds[v_r]);
                 else
                     continue;
