@@ -291,6 +291,53 @@ def test_nothing_unrelated_answers_whatever_its_importance(
     assert block is not None and "bees" not in block[0] and "bicycle" in block[0]
 
 
+def test_the_floor_rises_towards_the_best_match(new_tenant: Callable[[], Tenant], db: Db) -> None:
+    t = new_tenant()
+    db.admin.execute(
+        "update pgmem.settings set min_similarity = 0.81, relative_floor = 0.3"
+        " where tenant_id = %s",
+        (t.name,),
+    )
+    query = unit((0, 1.0))
+    # Cosines with the query 0.95, 0.90 and 0.82: the floor becomes
+    # 0.81 + 0.3 * (0.95 - 0.81) = 0.852.
+    best = remember(t, "Alice rides a red bicycle", embedding=unit((0, 1.0), (1, 0.3287)))
+    close = remember(t, "Alice oils her bicycle chain", embedding=unit((0, 1.0), (2, 0.4843)))
+    barely = remember(t, "Alice walks to the market", embedding=unit((0, 1.0), (3, 0.6979)))
+
+    def ids(text: str | None, vector: str | None, **kw: Any) -> set[int]:
+        named = "".join(f", p_{k} => %({k})s" for k in kw)
+        rows = t.conn.execute(
+            "select memory_id from pgmem.recall('alice', %(q)s, %(v)s::vector,"
+            f" p_reinforce => false{named})",
+            {"q": text, "v": vector, **kw},
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    assert ids(None, query) == {best, close}
+    assert ids(None, query, mmr_lambda=0.5) == {best, close}
+    # Text alone: the one holding every term raises the floor for the one holding
+    # a single term (its share of the query's term weight about 0.3).
+    assert ids("red bicycle rides", None) == {best}
+
+    def relative(value: float) -> None:
+        db.admin.execute(
+            "update pgmem.settings set relative_floor = %s where tenant_id = %s", (value, t.name)
+        )
+
+    relative(0)  # the absolute floor alone: every row that clears it
+    assert ids(None, query) == {best, close, barely}
+    assert ids("red bicycle rides", None) == {best, close}
+    relative(0.3)
+    # A weaker best match raises the floor less: 0.81 + 0.3 * (0.90 - 0.81) = 0.837.
+    t.conn.execute("select pgmem.forget(%s)", (best,))
+    assert ids(None, query) == {close}
+    with pytest.raises(psycopg.Error):
+        db.admin.execute(
+            "update pgmem.settings set relative_floor = 1.5 where tenant_id = %s", (t.name,)
+        )
+
+
 def test_the_floor_is_the_embedding_models(new_tenant: Callable[[], Tenant], db: Db) -> None:
     rows = db.admin.execute(
         "select m, pgmem.model_relevance_floor(m) from unnest(array["

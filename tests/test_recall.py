@@ -290,22 +290,28 @@ def test_pinned_memories_keep_full_recency(acme: Store, now: dt.datetime) -> Non
 # ---------------------------------------------------------------------- text only
 
 
-def test_text_only_recall_in_english_ranks_by_matched_terms(acme: Store) -> None:
+def test_text_only_recall_in_english_ranks_by_matched_terms(
+    acme: Store, admin: psycopg.Connection
+) -> None:
     best = acme.add("Alice's favourite coffee beans come from Ethiopia")
     some = acme.add("Alice drinks coffee every morning")
     acme.add("The weather in Paris is mild")
+    # One term of three is short of the text floor raised towards the full match.
+    assert acme.ids("favourite coffee beans") == [best]
+    set_settings(admin, "acme", relative_floor=0)
     assert acme.ids("favourite coffee beans") == [best, some]
     rows = acme.recall("Which coffee beans are her favourite?")
     assert rows[0]["memory_id"] == best and rows[0]["text_match"] == 1.0
     assert acme.recall("the and of") == []  # stop words only: nothing to match, nothing ranked high
 
 
-def test_a_compound_word_matches_as_a_whole_term(acme: Store) -> None:
+def test_a_compound_word_matches_as_a_whole_term(acme: Store, admin: psycopg.Connection) -> None:
     # "self-driving" is the lexemes self-driv, self and drive: each term is
     # matched whole, not parsed again ('self-driv' <-> 'self' <-> 'driv', which
     # no memory holds), so a memory holding the phrase holds every term.
     whole = acme.add("Caroline bought a self-driving car")
     parts = acme.add("Caroline drives herself to work")
+    set_settings(admin, "acme", relative_floor=0)  # the partial match stays to be measured
     rows = {r["memory_id"]: r for r in acme.recall("self-driving")}
     assert rows[whole]["text_match"] == 1.0
     assert rows[parts]["text_match"] < 1.0

@@ -157,12 +157,36 @@ $$;
 comment on function pgmem._score(pgmem.settings, real, double precision) is
     'A recalled memory''s score: w_relevance·relevance + its base score (pgmem._base_score) (internal).';
 
+-- A floor raised by p_fraction of the way from it to the best candidate's
+-- value, so a query one memory answers well does not fill the prompt with
+-- memories that merely clear the floor. No best value: the floor itself.
+create or replace function pgmem._raised_floor(p_floor real, p_top real, p_fraction real)
+returns real
+language sql
+immutable parallel safe
+security invoker
+as $$
+    select (p_floor operator(pg_catalog.+)
+            (p_fraction operator(pg_catalog.*)
+             greatest(coalesce(p_top, p_floor) operator(pg_catalog.-) p_floor, 0)))::real
+$$;
+
+comment on function pgmem._raised_floor(real, real, real) is
+    'A relevance floor raised by a fraction of the way to the best candidate''s value: floor + fraction·max(top − floor, 0) (internal).';
+
+-- The two arguments after the candidate's own parts are the best similarity
+-- and text match among the query's candidates, which settings.relative_floor
+-- measures from; NULL: no relative part.
+drop function if exists pgmem._answers(pgmem.settings, boolean, boolean, real, real);
+
 create or replace function pgmem._answers(
     p_settings pgmem.settings,
     p_vector boolean,
     p_text boolean,
     p_similarity real,
-    p_text_match real
+    p_text_match real,
+    p_top_similarity real,
+    p_top_text_match real
 )
 returns boolean
 language sql
@@ -170,16 +194,22 @@ immutable parallel safe
 security invoker
 as $$
     -- No query, or a vector query of a model without a calibrated floor:
-    -- nothing to hold a candidate to. Otherwise one of the two must reach
-    -- its floor; importance and recency cannot lift an unrelated memory in.
+    -- nothing to hold a candidate to (the relative part needs a floor to
+    -- measure from). Otherwise one of the two must reach its floor, raised
+    -- towards the best candidate's; importance and recency cannot lift an
+    -- unrelated memory in.
     select (not p_vector and not p_text)
            or (p_vector and p_settings.min_similarity is null)
-           or (p_vector and p_similarity operator(pg_catalog.>=) p_settings.min_similarity) is true
-           or (p_text and p_text_match operator(pg_catalog.>=) p_settings.min_text_match) is true
+           or (p_vector and p_similarity operator(pg_catalog.>=)
+                   pgmem._raised_floor(p_settings.min_similarity, p_top_similarity,
+                                       p_settings.relative_floor)) is true
+           or (p_text and p_text_match operator(pg_catalog.>=)
+                   pgmem._raised_floor(p_settings.min_text_match, p_top_text_match,
+                                       p_settings.relative_floor)) is true
 $$;
 
-comment on function pgmem._answers(pgmem.settings, boolean, boolean, real, real) is
-    'Whether a candidate is relevant enough to answer a query at all: its similarity reaches settings.min_similarity (resolved to the model''s floor, pgmem.model_relevance_floor) or its text match reaches settings.min_text_match (internal).';
+comment on function pgmem._answers(pgmem.settings, boolean, boolean, real, real, real, real) is
+    'Whether a candidate is relevant enough to answer a query at all: its similarity reaches settings.min_similarity (resolved to the model''s floor, pgmem.model_relevance_floor) or its text match reaches settings.min_text_match, each raised by settings.relative_floor of the way to the best candidate''s (internal).';
 
 create or replace function pgmem._recall_rows(
     p_tenant text,

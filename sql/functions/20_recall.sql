@@ -33,8 +33,9 @@
 --      minimum score, of the candidates that answer the query at all
 --      (pgmem._answers: similarity at least settings.min_similarity, the
 --      embedding model's calibrated floor unless the tenant set one, or
---      text_match at least settings.min_text_match), a fact and the stated
---      turn it came from counted once
+--      text_match at least settings.min_text_match, each floor raised by
+--      settings.relative_floor of the way to the best candidate's value), a
+--      fact and the stated turn it came from counted once
 --      (the better ranked; pgmem._provenance_kin): the direct hits (hops = 0);
 --   4. ripple (hops 1-3): memories linked to the hits (memory_links, both
 --      directions, any link type) inherit the relevance of the memory they
@@ -168,6 +169,10 @@ declare
     v_ids bigint[] := '{}';
     -- Each candidate's text_match (step 2), NULL without query terms.
     v_text real[];
+    -- The best similarity and text match among the candidates, which the
+    -- relative floor measures from (pgmem._answers); NULL: step 3 finds them.
+    v_top_similarity real;
+    v_top_text_match real;
     -- The personal subject and the shared ones (a team's, a domain's), once each.
     v_subjects text[];
     -- How many candidates go on to step 2: the k best by score when the
@@ -347,45 +352,55 @@ begin
         -- over every matching row for each candidate.
         select coalesce(pg_catalog.array_agg(c.memory_id order by c.memory_id), '{}'),
                case when v_lexemes is not null
-                    then pg_catalog.array_agg(coalesce(c.text_match, 0) order by c.memory_id) end
-        into v_ids, v_text
+                    then pg_catalog.array_agg(coalesce(c.text_match, 0) order by c.memory_id) end,
+               pg_catalog.max(c.top_similarity), pg_catalog.max(c.top_text_match)
+        into v_ids, v_text, v_top_similarity, v_top_text_match
         from (
-            select c.memory_id, c.text_match
+            select c.memory_id, c.text_match, c.top_similarity, c.top_text_match
             from (
-                select x.memory_id, pg_catalog.max(x.text_match) as text_match
+                select c.memory_id, c.text_match, s.distance, s.kind, s.importance, s.pinned,
+                       s.last_accessed_at, s.access_count,
+                       -- Over every candidate, before the floor and the limit.
+                       pg_catalog.max(pgmem._similarity(s.distance)) over () as top_similarity,
+                       case when v_lexemes is not null
+                            then pg_catalog.max(coalesce(c.text_match, 0)) over () end as top_text_match
                 from (
-                    select n.memory_id, null::real as text_match, true as candidate
-                    from (select s.memory_id from scan as s where s.visible and s.distance is not null
-                          order by s.distance limit v_pool) as n
-                    union all
-                    select n.memory_id, null, true from pg_catalog.unnest(v_near) as n(memory_id)
-                    union all
-                    select m.memory_id, m.text_match,
-                           pg_catalog.row_number() over (order by m.text_match desc, m.memory_id desc) <= v_pool
-                    from matches as m
-                ) as x
-                group by x.memory_id
-                having pg_catalog.bool_or(x.candidate)
+                    select x.memory_id, pg_catalog.max(x.text_match) as text_match
+                    from (
+                        select n.memory_id, null::real as text_match, true as candidate
+                        from (select s.memory_id from scan as s where s.visible and s.distance is not null
+                              order by s.distance limit v_pool) as n
+                        union all
+                        select n.memory_id, null, true from pg_catalog.unnest(v_near) as n(memory_id)
+                        union all
+                        select m.memory_id, m.text_match,
+                               pg_catalog.row_number() over (order by m.text_match desc, m.memory_id desc) <= v_pool
+                        from matches as m
+                    ) as x
+                    group by x.memory_id
+                    having pg_catalog.bool_or(x.candidate)
+                ) as c
+                join scan as s on s.memory_id = c.memory_id
             ) as c
-            join scan as s on s.memory_id = c.memory_id
             -- The floor and the score and order of step 3, from the same expressions.
             where v_best is null  -- not every part known here: step 3 holds them to the floor
                or pgmem._answers(v_settings, p_embedding is not null, v_lexemes is not null,
-                                 pgmem._similarity(s.distance),
-                                 case when v_lexemes is not null then coalesce(c.text_match, 0) end)
+                                 pgmem._similarity(c.distance),
+                                 case when v_lexemes is not null then coalesce(c.text_match, 0) end,
+                                 c.top_similarity, c.top_text_match)
             order by case when v_best is not null
                           then pgmem._score(
                                    v_settings,
                                    pgmem._relevance(v_settings, p_embedding is not null, v_lexemes is not null,
-                                                    pgmem._similarity(s.distance),
+                                                    pgmem._similarity(c.distance),
                                                     case when v_lexemes is not null
                                                          then coalesce(c.text_match, 0) end),
                                    pgmem._base_score(
-                                       v_settings, s.importance,
-                                       pgmem._recency(s.pinned, s.last_accessed_at, v_now,
+                                       v_settings, c.importance,
+                                       pgmem._recency(c.pinned, c.last_accessed_at, v_now,
                                                       v_half_life_seconds[pg_catalog.array_position(v_kinds,
-                                                                                                    s.kind)]),
-                                       pgmem._access_boost(s.access_count)))
+                                                                                                    c.kind)]),
+                                       pgmem._access_boost(c.access_count)))
                      end desc,
                      c.memory_id desc
             limit v_best
@@ -414,14 +429,21 @@ begin
         ),
         kin as materialized (
             select k.* from pgmem._provenance_kin(v_tenant, array(select s.memory_id from scored as s)) as k
+        ),
+        top as materialized (
+            select coalesce(v_top_similarity, pg_catalog.max(s.similarity)) as similarity,
+                   coalesce(v_top_text_match, pg_catalog.max(s.text_match)) as text_match
+            from scored as s
         )
         select r.memory_id, r.content, r.kind, r.score, r.relevance, r.importance, r.recency, r.access_boost,
                r.similarity, r.text_match, 0, null::bigint, null::text,
                r.session_id, r.status, r.pinned, r.access_count, r.last_accessed_at, r.created_at,
                r.valid_from, r.valid_to, r.metadata, r.subject
         from scored as r
+        cross join top as t
         where r.score >= coalesce(p_min_score, 0)::real
-          and pgmem._answers(v_settings, p_embedding is not null, v_lexemes is not null, r.similarity, r.text_match)
+          and pgmem._answers(v_settings, p_embedding is not null, v_lexemes is not null, r.similarity, r.text_match,
+                             t.similarity, t.text_match)
           -- a fact and its stated turn: the better ranked alone
           and not exists (select from kin as k
                           join scored as o on o.memory_id = k.kin_id
@@ -443,11 +465,18 @@ begin
     kin as materialized (
         select k.* from pgmem._provenance_kin(v_tenant, array(select x.memory_id from direct as x)) as k
     ),
+    top as materialized (
+        select coalesce(v_top_similarity, pg_catalog.max(d.similarity)) as similarity,
+               coalesce(v_top_text_match, pg_catalog.max(d.text_match)) as text_match
+        from direct as d
+    ),
     ranked as materialized (
         select d.*, pg_catalog.row_number() over (order by d.score desc, d.memory_id desc) as rank
         from direct as d
+        cross join top as t
         where d.score >= coalesce(p_min_score, 0)::real
-          and pgmem._answers(v_settings, p_embedding is not null, v_lexemes is not null, d.similarity, d.text_match)
+          and pgmem._answers(v_settings, p_embedding is not null, v_lexemes is not null, d.similarity, d.text_match,
+                             t.similarity, t.text_match)
           -- a fact and its stated turn: the better ranked alone
           and not exists (select from kin as k
                           join direct as o on o.memory_id = k.kin_id
