@@ -359,7 +359,7 @@ from pgmem._neighbours(
     %(tenant)s, (select s from pgmem.settings as s where s.tenant_id = %(tenant)s), 'alice',
     array(select row(p.i, p.content, p.embedding::public.halfvec, now(),
                      pgmem._conflict_terms(p.content), pgmem._conflict_marks(p.content),
-                     true)::pgmem.write_probe
+                     true, false)::pgmem.write_probe
           from unnest(%(contents)s::text[], %(embeddings)s::text[]) with ordinality
               as p(content, embedding, i))) as n
 """
@@ -474,7 +474,7 @@ def test_neighbours_are_the_nearest_sixteen_that_pass_the_test(acme: Tenant, db:
                'alice',
                array[row(1, %(new)s, %(embedding)s::real[]::halfvec, now(),
                          pgmem._conflict_terms(%(new)s), pgmem._conflict_marks(%(new)s),
-                         true)::pgmem.write_probe]) as n""",
+                         true, false)::pgmem.write_probe]) as n""",
         {"tenant": acme.name, "embedding": vec(0), "new": "Sold the guitar yesterday"},
     ).fetchall()
     # Every row also gives the subject's count of active rows.

@@ -32,7 +32,10 @@
 -- The thresholds are the embedding model's (pgmem.model_thresholds) unless
 -- the tenant's settings name its own. A stated turn (source 'turn', the
 -- episode facts are derived from) skips 3b-5: only the same content
--- (step 2) matches it, and no fact is ever decided against it.
+-- (step 2) matches it, and no fact is ever decided against it. Steps 3b-5
+-- compare a fact with the subject's facts and an episode (kind episodic)
+-- with its episodes: an episode that shares a fact's words records a
+-- moment, it is not the fact's duplicate or contradiction.
 -- Secrets and personal data are redacted (pgmem.redact) before any of this,
 -- so two facts that differ only in a phone number are the same fact.
 -- Every change writes a pgmem.memory_events row. Similarity is checked by
@@ -337,7 +340,7 @@ begin
                      array[row(1, p_content, p_embedding, p_valid_from,
                                case when p_check_conflicts then coalesce(p_terms, pgmem._conflict_terms(p_content)) end,
                                case when p_check_conflicts then coalesce(p_marks, pgmem._conflict_marks(p_content)) end,
-                               p_check_conflicts)::pgmem.write_probe]) as c
+                               p_check_conflicts, p_kind = 'episodic')::pgmem.write_probe]) as c
         loop
             v_subject_rows := v_conflict.subject_rows;
             if v_conflict.nearest then

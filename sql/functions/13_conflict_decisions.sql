@@ -83,16 +83,16 @@ begin
         with probes as materialized (
             select p.item, p.content, p.embedding, p.valid_from, p.terms, p.marks, p.check_conflicts,
                    array(select k from pg_catalog.unnest(p.marks) as k where k like 'attribute:%') as attributes,
-                   p.ordinal
+                   coalesce(p.episodic, false) as episodic, p.ordinal
             from pg_catalog.unnest(p_probes) with ordinality as p(item, content, embedding, valid_from, terms, marks,
-                                                                  check_conflicts, ordinal)
+                                                                  check_conflicts, episodic, ordinal)
         ),
         -- The subject, read once. Rows stored before alembic 0012 hold no
         -- features: their text is read. A single write's rows carry their
         -- distance to it, not their vectors: ~0.6 ms less to keep and read
         -- back at 1,000 rows.
         subject_rows as materialized (
-            select m.memory_id, m.source in ('turn', 'store') as episode,
+            select m.memory_id, m.source in ('turn', 'store') as episode, m.kind = 'episodic' as episodic,
                    m.embedding OPERATOR(public.<=>) v_first as first_distance,
                    case when v_others then m.embedding end as embedding,
                    coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)) as terms,
@@ -133,8 +133,12 @@ begin
                                   from subject_rows as r
                                   -- A stated turn is the record, a store item an
                                   -- app's state: no fact is their duplicate,
-                                  -- merge or contradiction.
-                                  where not r.episode
+                                  -- merge or contradiction. Facts meet facts
+                                  -- and episodes episodes: an episode that
+                                  -- shares a fact's words ("Audrey: What is his
+                                  -- name?") records a moment, it does not say
+                                  -- the fact ("User's name is Audrey").
+                                  where not r.episode and r.episodic = p.episodic
                                   offset 0) as x
                             order by x.distance, case when x.distance is null then -x.memory_id else x.memory_id end
                             offset 0) as o) as s
@@ -164,7 +168,7 @@ end
 $$;
 
 comment on function pgmem._neighbours(text, pgmem.settings, text, pgmem.write_probe[]) is
-    'For each new fact of p_probes, from one scan of the subject''s active memories but its stated turns (source turn): its nearest row by cosine (nearest = true, any similarity), and for probes with check_conflicts its close neighbours (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most pgmem._contradiction_candidates(), nearest first) with the contradiction rule each breaks, NULL for none; every row also gives the subject''s count of active rows (internal; the caller holds the subject''s lock).';
+    'For each new fact of p_probes, from one scan of the subject''s active memories but its stated turns (source turn), facts for a fact and episodes (kind episodic) for an episode: its nearest row by cosine (nearest = true, any similarity), and for probes with check_conflicts its close neighbours (cosine >= conflict_threshold, a shared term, or the same one-valued attribute; at most pgmem._contradiction_candidates(), nearest first) with the contradiction rule each breaks, NULL for none; every row also gives the subject''s count of active rows (internal; the caller holds the subject''s lock).';
 
 create or replace function pgmem._queue_judge(
     p_tenant text,

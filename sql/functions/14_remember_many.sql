@@ -339,7 +339,7 @@ begin
               cross join lateral pgmem._neighbours(
                   v_tenant, v_settings, s.subject,
                   array(select row(x.item, x.content, x.embedding, x.valid_from, x.conflict_terms, x.conflict_marks,
-                                   x.check_conflicts)::pgmem.write_probe
+                                   x.check_conflicts, x.kind = 'episodic')::pgmem.write_probe
                         from pg_temp._pgmem_batch as x
                         where x.subject = s.subject and x.rejected_rule is null and x.source <> 'turn'
                         order by x.item)) as n
