@@ -200,14 +200,23 @@ def test_a_fact_and_an_episode_never_absorb_each_other(
 ) -> None:
     # An imported turn that shares a fact's words: a record of a moment, not the fact.
     turn = remember(
-        acme.conn, "alice", "Audrey: That's awesome! What is his name?", vec(0), kind="episodic",
-        source="import", now=T0,
+        acme.conn,
+        "alice",
+        "Audrey: That's awesome! What is his name?",
+        vec(0),
+        kind="episodic",
+        source="import",
+        now=T0,
     )
     fact = remember(acme.conn, "alice", "User's name is Audrey", vec(0, 0.97), now=T0 + HOUR)
     assert fact[0] == "inserted" and fact[2] is None
     # Nor is an episode absorbed by a fact it resembles, one at a time or in a batch.
     episode = remember(
-        acme.conn, "alice", "Audrey said her name at the party", vec(0, 0.96), kind="episodic",
+        acme.conn,
+        "alice",
+        "Audrey said her name at the party",
+        vec(0, 0.96),
+        kind="episodic",
         now=T0 + 2 * HOUR,
     )
     assert episode[0] == "inserted"
@@ -215,7 +224,11 @@ def test_a_fact_and_an_episode_never_absorb_each_other(
         acme.conn,
         [
             {"content": "The user's name is Audrey", "embedding": vec(0, 0.98)},
-            {"content": "Audrey: what is his name??", "embedding": vec(0, 0.99), "kind": "episodic"},
+            {
+                "content": "Audrey: what is his name??",
+                "embedding": vec(0, 0.99),
+                "kind": "episodic",
+            },
         ],
         subject="alice",
         now=T0 + 3 * HOUR,
