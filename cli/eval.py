@@ -364,14 +364,25 @@ def floor(
             help="Text-match floor to measure (default: settings.min_text_match).",
         ),
     ] = None,
+    relative_floor: Annotated[
+        float | None,
+        typer.Option(
+            "--relative-floor",
+            min=0.0,
+            max=1.0,
+            help="Share of the way from each floor to the query's best candidate a memory "
+            "must reach (default: settings.relative_floor).",
+        ),
+    ] = None,
     database: ScratchOption = evaluation.DEFAULT_DATABASE,
     keep: KeepOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """What the relevance floor does to a prompt: on-topic R@10 and noise lines, and
+    """What the relevance floor does to a prompt: on-topic R@10, evidence and noise,
     off-topic prompts (a question asked of another conversation) holding any memory,
-    floor off and on, on each conversation's first (dev) and second (frozen) half of
-    questions. See docs/eval.md, "Relevance floor".
+    and context blocks showing the core profile, floor off and on, on each
+    conversation's first (dev) and second (frozen) half of questions. See docs/eval.md,
+    "Relevance floor".
     """
     _measure_locomo(
         floor_eval.run_floor,
@@ -384,6 +395,7 @@ def floor(
         limit_conversations=limit_conversations,
         min_similarity=min_similarity,
         min_text_match=min_text_match,
+        relative_floor=relative_floor,
     )
 
 
@@ -796,9 +808,10 @@ def print_safety_report(report: safety_eval.SafetyReport, *, misses: bool) -> No
 def print_floor_report(report: floor_eval.FloorReport) -> None:
     cosine = "none" if report.min_similarity is None else f"{report.min_similarity:g}"
     table = Table(
-        title=f"{report.embedder}: floor cosine {cosine}, text {report.min_text_match:g}; "
-        f"{report.conversations} conversations, the first {floor_eval.PROMPT_ROWS} rows a "
-        "prompt; floor off → on",
+        title=f"{report.embedder}: floor cosine {cosine}, text {report.min_text_match:g}, "
+        f"relative {report.relative_floor:g}; {report.conversations} conversations, the first "
+        f"{floor_eval.PROMPT_ROWS} rows a prompt, {report.profile_facts} profile facts; "
+        "floor off → on",
         title_justify="left",
         box=box.SIMPLE_HEAD,
     )
@@ -807,9 +820,12 @@ def print_floor_report(report: floor_eval.FloorReport) -> None:
         table.add_column(f"{half.half} ({half.questions} q)", justify="right")
     measures = (
         ("on-topic R@10", lambda side: f"{side.recall_at_10:.3f}"),
+        ("on-topic: any evidence", lambda side: f"{side.evidence_prompts:.0%}"),
+        ("on-topic: any noise", lambda side: f"{side.noisy_prompts:.0%}"),
         ("on-topic noise lines", lambda side: f"{side.noise_lines:.1f}"),
         ("off-topic: any memory", lambda side: f"{side.off_any:.0%}"),
         ("off-topic lines", lambda side: f"{side.off_lines:.1f}"),
+        ("profile in the context", lambda side: f"{side.profile_prompts:.0%}"),
     )
     for name, shown in measures:
         table.add_row(name, *(f"{shown(h.off)} → {shown(h.on)}" for h in report.halves))

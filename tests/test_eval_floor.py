@@ -50,6 +50,7 @@ def test_the_floor_empties_off_topic_prompts_and_keeps_on_topic_answers(
         WordHashEmbedder(),
         database=f"pgmem_eval_floor_{uuid.uuid4().hex[:8]}",
         min_similarity=0.3,
+        relative_floor=0,  # the absolute floor alone: what it does not take away
     )
     conversations = ev.load_locomo(two_conversations)
     asked = sum(len(ev.evaluated_questions(c)) for c in conversations)
@@ -66,6 +67,46 @@ def test_the_floor_empties_off_topic_prompts_and_keeps_on_topic_answers(
         # On-topic, the floor only takes rows away that did not answer.
         assert half.on.noise_lines <= half.off.noise_lines
         assert half.on.recall_at_10 >= half.off.recall_at_10 - 1e-9
+        # Both speakers' profile facts are in every context block, on- and off-topic.
+        assert half.off.profile_prompts == half.on.profile_prompts == 1.0
+    assert report.profile_facts == 2 * len(conversations)
+
+
+def test_the_relative_floor_is_measured_on_top_of_the_absolute_one(
+    server_dsn: str, tmp_path: Path
+) -> None:
+    sample = locomo_sample()[0]
+    partial = _unrelated(sample)
+    # Turns holding one, two or all three of the questions' words: each clears the
+    # absolute text floor, and only the full matches come near the best one.
+    words = ("zebra", "xylophone", "quartz")
+    for key, turns in partial["conversation"].items():
+        if isinstance(turns, list):
+            for n, turn in enumerate(turns):
+                turn["text"] = " ".join(words[: 1 + n % 3]) + f" {key} {n}"
+    path = tmp_path / "partial.json"
+    path.write_text(json.dumps([sample, partial]))
+    reports = [
+        floor_eval.run_floor(
+            server_dsn,
+            path,
+            WordHashEmbedder(),
+            database=f"pgmem_eval_floor_{uuid.uuid4().hex[:8]}",
+            min_similarity=0.3,
+            relative_floor=relative,
+        )
+        for relative in (0, 1)
+    ]
+    assert [r.relative_floor for r in reports] == [0, 1]
+    absolute, strictest = ([h.on for h in r.halves if h.questions] for r in reports)
+    for alone, raised in zip(absolute, strictest, strict=True):
+        # Raising the floor towards the best candidate only takes rows away; at 1 only
+        # the best candidates (by similarity or by text match) are left: the partial
+        # matches go.
+        assert raised.noise_lines < alone.noise_lines
+        assert raised.recall_at_10 <= alone.recall_at_10
+        assert raised.off_any == alone.off_any == 0.0
+        assert raised.profile_prompts == 1.0
 
 
 def test_one_conversation_cannot_be_asked_off_topic(server_dsn: str, tmp_path: Path) -> None:

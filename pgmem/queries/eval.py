@@ -198,9 +198,16 @@ order by a.attnum
 SETTINGS_OF_TENANT: Final = "select * from pgmem.settings where tenant_id = %(tenant)s"
 # The floor pgmem eval floor measures by default: the model's and the tenant's text floor.
 RELEVANCE_FLOOR: Final = """
-select pgmem.model_relevance_floor(%(model)s) as model_floor,
-       (select s.min_text_match from pgmem.settings as s
-        where s.tenant_id = %(tenant)s) as text_floor
+select pgmem.model_relevance_floor(%(model)s) as model_floor, s.min_text_match as text_floor,
+       s.relative_floor
+from pgmem.settings as s
+where s.tenant_id = %(tenant)s
+"""
+# pgmem eval floor: a subject's core profile, and the context block an app gets.
+PROFILE_OF: Final = "select p.content from pgmem.profile(%(subject)s, %(now)s) as p"
+CONTEXT: Final = """
+select pgmem.context(%(subject)s, p_query => %(query)s, p_embedding => %(embedding)s::public.vector,
+                     p_reinforce => false, p_now => %(now)s) as block
 """
 ANALYZE_TURNS: Final = "analyze _eval_turns"
 ANALYZE_MEMORIES_AND_LINKS: Final = "analyze pgmem.memories, pgmem.memory_links"
