@@ -390,7 +390,7 @@ def test_no_match_of_a_rule_fails_its_gate(admin: psycopg.Connection) -> None:
 
 
 def test_ordinary_numbers_pass_few_secret_gates(admin: psycopg.Connection) -> None:
-    """What the gates are for: a time and a date open 3 of the 29 secret rules
+    """What the gates are for: a time and a date open 3 of the 37 secret rules
     (each a regular expression to compile), not all of them."""
     opened = admin.execute(
         """

@@ -85,7 +85,7 @@ begin
     from (values
         (1, 'secret_candidates', 'prefilter', 'secret',
          '[0-9@]|pass|pwd|密码|口令|密碼|bearer|private key|sk-|akia|asia|agpa|aida|aroa|gh[pousr]_|github_pat_|xox|aiza|eyj'
-         || '|[ ([{]at[ )\]}]|パスワード|暗証番号|contrase|mot de passe|senha'
+         || '|[ ([{]at[ )\]}]|arroba|arobase|パスワード|パスコード|暗証番号|비밀번호|contrase|mot de passe|senha|phrase|frase|merksatz'
          || '|[sprk]k_|whsec_|hf_|glpat-|npm_|sg\.',
          null::text, 'i', false),
         (2, 'injection_candidates', 'prefilter', 'injection',
@@ -832,56 +832,105 @@ begin
         (102, 'iban', 'secret', 'iban',
          '(?<![A-Za-z0-9])([A-Z]{2}[0-9]{2}(\s?[A-Z0-9]{4})?(\s?[0-9]{4}){2}(\s?[A-Z0-9]{4}){0,5}(\s?[A-Z0-9]{1,3})?)(?![A-Za-z0-9])',
          '[REDACTED:iban]', 'gi', true),
+        -- A passphrase of plain words ("the passphrase for my backup drive
+        -- is correct horse battery staple orange"): three words or more
+        -- after a passphrase or seed phrase label are one secret, up to the
+        -- next punctuation; 110 would take the first word only. Words that
+        -- describe the phrase ("is stored in the vault", "is too long")
+        -- are not one.
+        (109, 'passphrase_words', 'secret', 'password',
+         '((?<![a-z])(pass\s*phrase|(seed|recovery|backup|wallet)\s+phrase|mnemonic\s+(phrase|seed)|secret\s+phrase|phrase\s+secrète'
+         || '|phrase\s+de\s+passe|frase\s+(secreta|de\s+contraseña|de\s+paso)|passsatz|merksatz|wiederherstellungsphrase)'
+         || '((\s+|\s*\()[^\s0-9.!?,;:：=()\[\]]+\)?){0,6}(\s+(is|was|ist|lautet|es|est|era|était)(?![a-zà-ÿ])|\s*(=|:|：))\s*["'']?)'
+         || '(?!(not|too|wrong|incorrect|correct\s+(now|again)|expired|required|changed|reset|the|a|an|weak|strong|saved|stored|empty|case|kept'
+         || '|written|printed|somewhere|here|there|in|on|at|under|inside|still|now|also|being|this|that|same|different|hard|easy|long|short'
+         || '|secure|unknown|lost|forgotten|my|your|his|her|our|their|only|just|very|really|so|quite|made|generated|set|something|what|how)(?![a-z]))'
+         || '[a-zà-ÿäöüß]+(\s+[a-zà-ÿäöüß]+){2,23}',
+         '\1[REDACTED:password]', 'gi', false),
         -- Labelled secrets keep their label: "password: [REDACTED:password]".
         -- After "is/was/:" any word counts (a password can be "love"), except
-        -- words that describe the password ("is wrong", "is required").
+        -- words that describe the password ("is wrong", "is required",
+        -- "is still", unless a value with a digit follows: "is still
+        -- admin123") and the name of a password manager ("1Password"). An
+        -- owner after "for" belongs to the label ("password for grandma's
+        -- tablet: …"), a remark in brackets may stand between label and
+        -- value ("password (the new one): …"), and a "!" or "?" inside the
+        -- value belongs to it ("qwe!RTY#456"; at its end it closes the
+        -- sentence).
         (110, 'password', 'secret', 'password',
          '((?<![a-z])(password|pass\s+word|passwd|passphrase|passcode|pwd|pw|passwort|kennwort|contrase(ñ|n)a|mot\s+de\s+passe|senha)'
          || '(\s+(for|für|de|del|du|pour|on|to)\s+(the\s+|my\s+|our\s+|your\s+|this\s+|mein(e|em|en)?\s+|unser(e|em|en)?\s+|das\s+|den\s+|die\s+|dem\s+'
-         || '|la\s+|le\s+|el\s+|mi\s+|mon\s+|ma\s+|ton\s+|ta\s+|tu\s+|su\s+)?[a-z0-9-]+)?'
-         || '(''s|\?\s*(it''s|it\s+is)|\s*(is|was|=|:|：|-|ist|lautet|es|est|era|était|é))\s*)'
+         || '|la\s+|le\s+|el\s+|mi\s+|mon\s+|ma\s+|ton\s+|ta\s+|tu\s+|su\s+)?[a-z0-9-]+(''s\s+[a-z0-9-]+)?)?(\s*\([^()\n]{0,60}\))?'
+         || '(''s|\?\s*(it''s|it\s+is)|\s*(is|was|=|:|：|-|ist|lautet|es|est|c''est|era|était|é)(\s*[:：])?)\s*'
+         || '((still|now|currently|actually)\s+(?=[^\s,;，。]*[0-9]))?)'
          || '(?!(not|too|wrong|incorrect|correct|expired|required|changed|reset|the|a|an|weak|strong|saved|stored|empty|case|policy'
          || '|manager|field|length|protected|sent|set|missing|invalid|valid|ok|fine|on|in|at|under|inside|written|printed|somewhere|here|there'
-         || '|still|now|also|being|this|that|same|different|hard|easy|long|short|secure|unknown|lost|forgotten|my|your|his|her|our|their)(?![a-z-]))[^\s,;，。；、！!？?）)]+',
+         || '|still|now|also|being|this|that|same|different|hard|easy|long|short|secure|unknown|lost|forgotten|my|your|his|her|our|their)(?![a-z-]))'
+         || '(?!1password(?![a-z]))([^\s,;，。；、！!？?）)]|[!?](?=[^\s,;，。；、！!？?）)]))+',
          '\1[REDACTED:password]', 'gi', false),
-        -- "password hunter2": no separator, so the value needs a digit or symbol.
+        -- "password hunter2", "Kennwort Xy7$pLm2q", "mot de passe
+        -- soleil42": no separator, so the value needs a digit or symbol.
         (111, 'password_bare', 'secret', 'password',
-         '((?<![a-z])(password|passwd|passcode|pwd)\s+)(?=[^\s,;，。]*[0-9!@#$%^&*])[^\s,;，。；、！!？?）)]{4,}',
+         '((?<![a-z])(password|passwd|passcode|passphrase|pwd|passwort|kennwort|contrase(ñ|n)a|mot\s+de\s+passe|senha|mdp)\s+)'
+         || '(?=[^\s,;，。]*[0-9!@#$%^&*])([^\s,;，。；、！!？?）)]|[!?](?=[^\s,;，。；、！!？?）)])){4,}',
          '\1[REDACTED:password]', 'gi', false),
-        -- 密码abc123 / 密码是abc123: a password written after the Chinese
-        -- label is ASCII ("密码忘了" stays).
+        -- 密码abc123 / 密码是abc123: a password written after the Chinese,
+        -- Japanese or Korean label is ASCII ("密码忘了" stays). After a
+        -- comma or a particle ("パスワード、Yamada#2024にした", "密码，
+        -- Zw@1988") the value needs a digit: "密码、PIN都可以" stays.
         (112, 'password_zh', 'secret', 'password',
-         '((密码|口令|密碼|パスワード|暗証番号)\s*(是|为|為|は)?\s*(：|:|=)?\s*)[A-Za-z0-9!@#$%^&*_+=~-]{3,}',
+         '((密码|口令|密碼|パスワード|パスコード|暗証番号|비밀번호)\s*((是|为|為|は|：|:|=)\s*)*'
+         || '|(密码|口令|密碼|パスワード|パスコード|暗証番号|비밀번호)\s*(、|，|,|を|も|も、|は、)\s*(?=[A-Za-z!@#$%^&*_+=~-]*[0-9]))'
+         || '[A-Za-z0-9!@#$%^&*_+=~-]{3,}',
          '\1[REDACTED:password]', 'g', false),
         -- Labels that name a password only sometimes ("pass:", "the wifi key
-        -- is", "la clave del wifi es"): the value needs a digit.
+        -- is", "la clave del wifi es"), a remark in brackets allowed before
+        -- the value ("Guest wifi key (on the fridge): …"): the value needs
+        -- a digit.
         (113, 'password_weak_label', 'secret', 'password',
          '((?<![a-z])(?<!boarding )(?<!bus )(?<!day )(?<!ski )(?<!season )(?<!hall )(?<!backstage )(?<!press )'
-         || '((wi-?fi|wlan|network|router|wpa2?|wep)[ -]?(key|code|schlüssel|clave|clé)|clave(\s+(del|de\s+la|de)\s+[a-z-]+)?|pass|mdp|clé\s+wi-?fi|code\s+wi-?fi)'
-         || '\s*(is|was|=|:|：|es|est|ist|lautet)\s*)(?=[^\s,;，。]*[0-9])[^\s,;，。；、！!？?）)]{4,}',
+         || '((wi-?fi|wlan|network|router|wpa2?|wep)[ -]?(key|code|schlüssel|clave|clé)|clave(\s+(del|de\s+la|de)(\s+(mi|tu|su|la|el|mon|ma))?\s+[a-z-]+)?'
+         || '|pass|mdp|clé\s+wi-?fi|code\s+wi-?fi)(\s*\([^()\n]{0,60}\))?\s*(is|was|=|:|：|es|est|c''est|ist|lautet)\s*'
+         -- The wifi itself named as the thing to type ("the wifi at my
+         -- parents' place is Kolibri2019!"), not its name, network, speed
+         -- or band ("the wifi name is MaxNet_5G", "the wifi is 2.4GHz"). A
+         -- year is no value ("la clave del asunto es 2024").
+         || '|(wifi|wi-fi|wlan)(?!\s*-?\s*(name|ssid|network|netzwerk|netz|speed|signal|router|band|channel|standard)(?![a-z]))'
+         || '((\s+|\s*\()(?!(name|ssid|network|netzwerk|called|named|speed|signal|band|channel|router|standard)(?![a-z]))[^\s0-9.!?,;:：=()\[\]]+\)?){0,5}'
+         || '(\s+(is|was|ist|es|est|c''est)(?![a-zà-ÿ])|\s*(=|:|：))\s*)'
+         || '(?![0-9.,]+\s*(ghz|mhz|mbps|mbit|gbps|kbps|mb|gb|ms|%|dbm|bars?)(?![a-z]))(?!(19|20)[0-9]{2}(?![0-9a-z]))(?=[^\s,;，。]*[0-9])([^\s,;，。；、！!？?）)]|[!?](?=[^\s,;，。；、！!？?）)])){4,}',
          '\1[REDACTED:password]', 'gi', false),
         -- Labels set apart from their value, as 110 does not read them: "the
         -- password for the office wifi is …", "the new password I chose is
-        -- …", "I set the password to …", "creds are admin:…". Words may
-        -- stand between label and value, so the value must hold a digit or
-        -- a symbol ("the password policy at work is strict" stays).
+        -- …", "I set the password to …", "creds are admin:…", "mdp de mon
+        -- compte Ameli : …". Words may stand between label and value, so the
+        -- value must hold a digit or a symbol ("the password policy at work
+        -- is strict" stays), and "password manager" is a program, not a
+        -- label ("my password manager is 1Password" stays). A "[" between
+        -- them is a redaction already made, not a word.
         (114, 'password_loose', 'secret', 'password',
-         '(((?<![a-z])(password|passwort|passcode|passphrase|pwd|kennwort|contrase(ñ|n)a|mot\s+de\s+passe|senha)((\s+|\s*\()[^\s0-9.!?,;:：=()]+\)?){1,5}'
-         || '\s*(is|was|=|:|：|ist|lautet|es|est|era|était)'
+         '(((?<![a-z])(password|passwort|passcode|passphrase|pwd|kennwort|contrase(ñ|n)a|mot\s+de\s+passe|senha|mdp'
+         || '|(wi-?fi|wlan|network|router)[ -]?(key|schlüssel|clave|clé))(?!\s*-?\s*(managers?|manager-app|policy|policies|generator|hint)(?![a-z]))'
+         || '((\s+|\s*\()[^\s0-9.!?,;:：=()\[\]]+\)?){1,5}'
+         || '(\s+(is|was|ist|lautet|es|est|era|était)(?![a-zà-ÿ])|\s*(=|:|：))'
          || '|(?<![a-z])(set|changed?|reset|updated?|switched)\s+(it\s+|the\s+|my\s+|our\s+|your\s+|his\s+|her\s+)?([a-z-]+\s+){0,2}(password|passcode|passwort|pwd|pw|pin)\s+(back\s+)?to'
          || '|(?<![a-z])(creds|credentials|login(\s+details)?|log-?in\s+info)\s*(are|is|:|=|-)?\s*[A-Za-z0-9._@+-]+\s*(:|/))\s*)'
-         || '(?=[^\s,;，。]*[0-9!@#$%^&*])[^\s,;，。；、！!？?）)]{4,}',
+         || '(?!1password(?![a-z]))(?=[^\s,;，。]*[0-9!@#$%^&*])([^\s,;，。；、！!？?）)]|[!?](?=[^\s,;，。；、！!？?）)])){4,}',
          '\1[REDACTED:password]', 'gi', false),
         -- A password written before its label: "use passw0rd123 as the
         -- password", "hunter2! is my password"; it needs a digit or symbol.
         (117, 'password_before_label', 'secret', 'password',
-         '(?<![^\s:"''(])(?=[^\s,;，。]*[0-9!@#$%^&*])(?=[^\s,;，。]*[a-z])[^\s,;，。；、！!？?）)]{4,}'
-         || '(\s+(as|is|was)\s+(the|my|our|your|his|her)\s+(new\s+|current\s+|old\s+)?([a-z-]+\s+)?(password|passcode|passphrase|pwd|passwort)(?![a-z]))',
+         '(?<![^\s:"''(])(?!1password(?![a-z]))(?=[^\s,;，。]*[0-9!@#$%^&*])(?=[^\s,;，。]*[a-z])(?:[^\s,;，。；、！!？?）)]|[!?](?=[^\s,;，。；、！!？?）)])){4,}'
+         || '(\s+(as|is|was)\s+(the|my|our|your|his|her)\s+(new\s+|current\s+|old\s+)?([a-z-]+\s+)?(password|passcode|passphrase|pwd|passwort)(?![a-z])'
+         || '(?!\s*-?\s*(managers?|policy|generator|app)(?![a-z])))',
          '[REDACTED:password]\1', 'gi', false),
+        -- A PIN, or a combination right before its digits ("combo is
+        -- 3391"), is the whole run of digits: "0171" of "PIN 0171 2345678"
+        -- is the start of a longer number, not a PIN (here and in 116, 118).
         (115, 'pin', 'secret', 'pin',
-         '((?<![a-z])(pin(-?\s*code|-?\s*nummer|\s*number|-?\s*(no\.?|nr\.?)|码|碼)?|(code|c(ó|o)digo)\s+pin)'
+         '((?<![a-z])(pin(-?\s*code|-?\s*nummer|\s*number|-?\s*(no\.?|nr\.?)|码|碼)?|(code|c(ó|o)digo)\s+pin|combo|combination|kombination|combinaci(ó|o)n|combinaison)'
          || '(\s+(for|de|del|der|des|of|meiner|meines|von|für|on|to)\s+(the\s+|my\s+|la\s+|el\s+|mi\s+|ma\s+|meiner\s+|meines\s+|der\s+|des\s+)?[a-z-]+)?'
-         || '(''s\s*|\s*(is|was|:|：|=|是|为|ist|lautet|es|est|era)?\s*))[0-9]([ -]?[0-9]){3,7}(?![0-9])',
+         || '(''s\s*|\s*(is|was|:|：|=|—|–|-|\(|\?|是|为|ist|lautet|es|est|era)?\s*))[0-9]([ -]?[0-9]){3,7}(?![0-9]|[ -][0-9])',
          '\1[REDACTED:pin]', 'gi', false),
         -- Codes that open a door, a gate, a safe or an alarm, however
         -- labelled: "door code: 1985", "my code for the door is 4471",
@@ -893,7 +942,7 @@ begin
          || '|(tür|tor|garagen|alarm|zugangs|eingangs|haustür)code|geheimzahl|geheimnummer|digicode'
          || '|code\s+(d''accès|de\s+la\s+porte|de\s+l''immeuble|du\s+portail|de\s+l''alarme|secret|(de|du)\s+(ma|mon|la|le)\s+(carte|cb|porte|portail|coffre|alarme)(\s+bleue|\s+bancaire)?)'
          || '|c(ó|o)digo\s+(de\s+(acceso|la\s+puerta|seguridad|entrada|la\s+alarma)|secreto)|门禁密码|开门密码|门锁密码|保险箱密码|密码锁)'
-         || '(\s+(is|was|ist|lautet|es|est|era|是|为)|\s*[:：=#])?\s*#?)[0-9]([ -]?[0-9]){3,7}(?![0-9])',
+         || '(''s|\s+(is|was|ist|lautet|es|est|era|是|为)|\s*[:：=#])?\s*#?)[0-9]([ -]?[0-9]){3,7}(?![0-9]|[ -][0-9])',
          '\1[REDACTED:pin]', 'gi', false),
         -- PINs and codes as people write them rather than as labels: words
         -- between label and value ("die Geheimzahl meiner EC-Karte ist",
@@ -910,19 +959,81 @@ begin
          || '|(door|gate|garage|alarm|entry|entrance|access|lock|safe|locker|building|keypad|security|buzzer|intercom|lockbox|padlock|apartment|house|atm|bank|card)\s+[a-z]+\s+(code|pin)'
          || '|(tresor|schloss|zahlenschloss|safe|handy|entsperr)-?\s*(code|pin|kombination)|code\s+(d''entrée|de\s+l''entrée|du\s+digicode|de\s+déverrouillage|du\s+cadenas|du\s+coffre(-fort)?)'
          || '|c(ó|o)digo\s+(de\s+desbloqueo|del\s+portal|del\s+candado|de\s+la\s+caja\s+fuerte))'
-         || '(((\s+|\s*\()[^\s0-9.!?,;:：=()#]+\)?){1,4}\s*(is|was|=|:|：|-|#|ist|lautet|es|est|era)|\??\s*(it''s|it\s+is)|\s*(is|was|=|:|：|-|#|ist|lautet|es|est|era)?)(\s+(still|now|always|currently|just|actually))?'
+         || '(((\s+|\s*\()[^\s0-9.!?,;:：=()#\[\]]+\)?){1,4}(\s+(is|was|ist|lautet|es|est|era)(?![a-zà-ÿ])|\s*(=|:|：|-|#))|\??\s*(it''s|it\s+is)|\s*(is|was|=|:|：|-|#|ist|lautet|es|est|era)?)(\s+(still|now|always|currently|just|actually))?'
          || '|(?<![a-z])(?<!zip )(?<!postal )(?<!post )(?<!area )(?<!country )(?<!dial )(?<!error )(?<!status )(?<!promo )(?<!discount )(?<!coupon )'
          || '(?<!product )(?<!tracking )(?<!course )(?<!booking )(?<!voucher )(?<!gift )(?<!tax )(?<!source )(?<!reference )(?<!confirmation )(?<!order )(?<!dress )'
-         || '(code|c(ó|o)digo)\s+(f(ü|u)r|for|to|of|de|du|del)\s+([^\s0-9.!?,;:：=()#]+\s+){0,3}[^\s0-9.!?,;:：=()#]+\s*(is|was|=|:|：|-|ist|lautet|es|est|era)'
+         || '(code|c(ó|o)digo)\s+(f(ü|u)r|for|to|of|de|du|del)\s+([^\s0-9.!?,;:：=()#]+\s+){0,3}[^\s0-9.!?,;:：=()#]+'
+         || '(,?\s+(is|was|ist|lautet|es|est|era|c''est|it''s)(?![a-zà-ÿ])|\s*(=|:|：|-))'
          || '|(?<![a-z])(unlock|open|disarm)s?\s+(the\s+|my\s+|our\s+)?(phone|door|gate|garage|safe|lock|locker|alarm|padlock|lockbox|suitcase|tresor|iphone|ipad|tablet|laptop|screen|device|bike|car|house|front\s+door|building)'
          || '\s+with(\s+(the\s+)?(code|pin|combination|combo))?'
          || '|(?<![a-z])(door|gate|garage|safe|lock|locker|alarm|padlock|lockbox|suitcase|tresor)\s+(opens|unlocks|disarms)\s+with(\s+(the\s+)?(code|pin|combination|combo))?'
          || '|(?<![a-z])(gate|door|alarm|garage|safe|locker|lockbox|keypad|entry|front\s+door)\s*[:：]'
-         || '|门禁码|开门码|解锁码|开锁码|门锁码)\s*#?)[0-9]([ -]?[0-9]){3,7}(?![0-9])',
+         || '|门禁码|开门码|解锁码|开锁码|门锁码)\s*#?)[0-9]([ -]?[0-9]){3,7}(?![0-9]|[ -][0-9])',
          '\1[REDACTED:pin]', 'gi', false),
+        -- A lock or card named a few words before its code, the code brought
+        -- in by "it's" or by what one does with it rather than by a label:
+        -- "the new garage keypad code and it's 66193", "when the ATM asks,
+        -- it's 2046", "for the office alarm … you type 4826", "das
+        -- Fahrradschloss auf 2963 umgestellt", "ダイヤルロックの番号は4829",
+        -- "行李箱的密码锁设成了0520". Lock words that are also ordinary words
+        -- (safe, lock, door, pin) count only as nouns ("the safe", "bike
+        -- lock", "front door", "my PIN"). No sentence end or digit stands
+        -- between; the value is 4-8 digits that are not part of a longer
+        -- number, a time, an amount or a measure, nor a year up to 2039
+        -- ("the door, it's 2024 already").
+        (124, 'pin_nearby', 'secret', 'pin',
+         '((?<![a-z])(passcode|keypad|alarm|atm|cash\s+machine|combination|combo|digicode|alarma|cajero|candado|caja\s+fuerte|alarme|cadenas|coffre'
+         || '|alarmanlage|tresor|haustür|geheimzahl|(fahrrad|zahlen|vorhänge|koffer|tür)?schloss|carte\s+(bleue|bancaire)|tarjeta|ec-karte|bankkarte|kreditkarte'
+         || '|(debit|credit|bank|atm|cash)\s+card|handy|smartphone|iphone|ipad'
+         || '|(the|my|our|your|his|her|card|debit|bank|sim|phone)\s+pin|(the|my|our|your|his|her|a|hotel|wall|bike|bicycle|combination|door|luggage|suitcase|gym|locker)\s+(safe|lock|padlock)'
+         || '|(front|back|side|garage|apartment|building|office|house|main|entry|the|my|our)\s+(door|gate)|garage|lockbox|padlock)'
+         || '(?![a-z])[^0-9.!?\n]{0,50}(?<![a-z])(it''s|it\s+is|that''s|types?|typed|enters?|entered|punch(es)?\s+in|key\s+in|tap\s+in|dial|press'
+         || '|takes|accepts|(opens|unlocks)\s+with|(set|changed|reset)\s+(it\s+)?to|auf|lautet|c''est|(geht|öffnet(\s+sich)?|entsperrt)\s+mit'
+         || '|(entsperr|öffne|aufmach)[a-z]*\s+(ich|man|sie|er|du|wir)\s+mit)\s*'
+         -- "The code is 4521 for the side gate", "I use 1470 for my
+         -- phone": the lock named right after the number.
+         || '|(?<![a-z])((the\s+)?(code|pin|combo|combination|passcode)\s+(is|was|:)|use|uses|enter|type|punch\s+in)\s*'
+         || '(?=[0-9]{4,8}\s+(for|to|on|at)\s+(the|my|our|his|her)\s+([a-z-]+\s+){0,2}(door|gate|garage|alarm|safe|padlock|locker|lockbox|keypad|atm|phone|iphone|ipad|bike\s+lock)(?![a-z]))'
+         -- "I set the safe to 8642", "changed the alarm code back to 1990"
+         -- ("set the alarm to 0645" is a time).
+         || '|(?<![a-z])(set|changed?|reset|switched)\s+(the|my|our|his|her)\s+([a-z-]+\s+)?(safe|lock|padlock|pin|passcode|combination|combo|keypad|(alarm|door|gate|garage)\s+code)'
+         || '(\s+code)?\s+(back\s+)?to\s+'
+         || '|(ダイヤルロック|ダイヤル錠|南京錠|金庫|暗証|オートロック|キーボックス|ロック)[^0-9。！？\n]{0,10}(は|：|:|を)\s*'
+         || '|(密码锁|门锁|保险箱|保险柜|门禁|密码箱|行李箱)[^0-9。！？\n]{0,10}(是|为|：|:|设成|改成|设为|改为|设成了|改成了)\s*)'
+         || '(?!(19[0-9]{2}|20[0-3][0-9])(?![0-9]))[0-9]{4,8}(?![0-9]|[ .,:/-][0-9])'
+         || '(?!\s*(am|pm|a\.m|p\.m|h|hrs?|hours?|uhr|now|today|tonight|already|o''clock|sharp|€|\$|£|%|km|kg|lbs?|pounds|g|m|cm|mm|ft|feet|sq|qm|m2|gb|mb|tb|mah|inch(es)?|mins?|minutes|secs?|seconds|years?|jahre?|años|ans|euros?|dollars?|bucks|quid|yen|yuan|rmb|usd|eur|gbp|pesos|rupees'
+         || '|won|baht|kr|chf|rs|inr|a|per|each|every|people|steps|words|pages|times|calories|miles|meters|metres|square|grad|°|円|元|年|分|時|人)(?![a-z]))',
+         '\1[REDACTED:pin]', 'gi', false),
+        -- A PIN anywhere in the sentence that names one: people say where
+        -- the code is for and what it is in any order and with any words
+        -- between ("the kids know the combination, 3815, in case…", "门禁密码
+        -- 换了，现在按 8824# 就能进"). The word must be one that only a code
+        -- is (pin, passcode, combination, keypad, digicode, Geheimzahl, 暗証,
+        -- 密码…), not "code", which zip, error and promo codes share; the
+        -- value is a whole run of 4-8 digits that is no year, time, amount or
+        -- measure. A question may stand between ("My PIN? hmm, 6042"). Before
+        -- the word: 125; after it: 126.
+        (125, 'pin_in_sentence', 'secret', 'pin',
+         '((?<![a-z])(pin|pins|pincode|pin-code|pin-nummer|passcode|pass\s+code|unlock\s+code|combination|combo|keypad|digicode|geheimzahl|nip)(?![a-z])'
+         || '[^.!。！\n]{0,80}?|(暗証番号|暗証|パスコード|暗码|密码|密碼|解锁码|门禁码|開鎖密碼)[^.!。！\n]{0,40}?)'
+         || '(?<![0-9A-Za-z.,:/-])(?!(19[0-9]{2}|20[0-3][0-9])(?![0-9]))[0-9]{4,8}(?![0-9]|[.,:/-][0-9])'
+         || '(?!\s*(am|pm|a\.m|p\.m|h|hrs?|hours?|uhr|now|today|tonight|already|o''clock|sharp|€|\$|£|%|km|kg|lbs?|pounds|g|m|cm|mm|ft|feet|sq|qm|m2|gb|mb|tb|mah|inch(es)?|mins?|minutes|secs?|seconds|years?|jahre?|años|ans|euros?|dollars?|bucks|quid|yen|yuan|rmb|usd|eur|gbp|pesos|rupees'
+         || '|won|baht|kr|chf|rs|inr|a|per|each|every|people|steps|words|pages|times|presses|clicks|uses|calories|miles|meters|metres|square|grad|°|円|元|年|月|日|分|時|人|个|次|块|号)(?![a-z]))',
+         '\1[REDACTED:pin]', 'gi', false),
+        (126, 'pin_in_sentence_after', 'secret', 'pin',
+         '(?<![0-9A-Za-z.,:/-])(?!(19[0-9]{2}|20[0-3][0-9])(?![0-9]))[0-9]{4,8}(?![0-9]|[.,:/-][0-9])'
+         || '(?!\s*(am|pm|a\.m|p\.m|h|hrs?|hours?|uhr|now|today|tonight|already|o''clock|sharp|€|\$|£|%|km|kg|lbs?|pounds|g|m|cm|mm|ft|feet|sq|qm|m2|gb|mb|tb|mah|inch(es)?|mins?|minutes|secs?|seconds|years?|jahre?|años|ans|euros?|dollars?|bucks|quid|yen|yuan|rmb|usd|eur|gbp|pesos|rupees'
+         || '|won|baht|kr|chf|rs|inr|a|per|each|every|people|steps|words|pages|times|presses|clicks|uses|calories|miles|meters|metres|square|grad|°|円|元|年|月|日|分|時|人|个|次|块|号)(?![a-z]))'
+         || '([^.!?。！？\n0-9]{0,60}((?<![a-z])(pin|pincode|passcode|combination|combo|keypad|digicode|geheimzahl)(?![a-z])|暗証番号|暗証|パスコード|密码|密碼|解锁码|门禁码))',
+         '[REDACTED:pin]\1', 'gi', false),
         (119, 'pin_before_label', 'secret', 'pin',
          '(?<![0-9A-Za-z])[0-9]{4,8}(?![0-9])(\s+(is|as|=)\s+(my|the|our|his|her|your)\s+([a-z-]+\s+){0,2}'
-         || '(pin|pin\s+code|pin\s+number|passcode|door\s+code|access\s+code|alarm\s+code|gate\s+code|code\s+(for|to)\s+(the|my|our)\s+(front\s+|back\s+)?(door|gate|garage|alarm|safe))(?![a-z]))',
+         || '(pin|pin\s+code|pin\s+number|passcode|door\s+code|access\s+code|alarm\s+code|gate\s+code|code\s+(for|to)\s+(the|my|our)\s+(front\s+|back\s+)?(door|gate|garage|alarm|safe))(?![a-z])'
+         -- "5829 is what I use to unlock my phone", "1357 is the code we
+         -- punch in at the gate": what the number is for, after it.
+         || '|\s+(is|was)\s+(what|the\s+(code|number|pin|combination)(\s+(that|which))?)\s+(i|we|you|he|she|they|my\s+[a-z]+)\s+'
+         || '(use|uses|used|type|types|enter|enters|punch(es)?\s+in|put\s+in|key\s+in|tap\s+in|dial)\s+(to\s+(unlock|open|disarm|get\s+in(to)?)'
+         || '|(at|on|for|into)\s+(the|my|our|his|her)\s+([a-z]+\s+)?(door|gate|garage|alarm|safe|lock|padlock|keypad|atm|phone|locker|lockbox)(?![a-z])))',
          '[REDACTED:pin]\1', 'gi', false),
         -- A labelled key needs a digit in its value: "the secret is love" stays.
         (120, 'labelled_key', 'secret', 'api_key',
@@ -946,10 +1057,11 @@ begin
          || '|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})',
          '[REDACTED:api_key]', 'g', false),
         -- A combination is groups of one to three digits: "the safe
-        -- combination is 31-24-17", "combo for my locker: 12 34 56".
+        -- combination is 31-24-17", "combo for my locker: 12 34 56"; five
+        -- groups or more are lottery numbers.
         (123, 'pin_combination', 'secret', 'pin',
          '((?<![a-z])(combination|combo)(\s+(lock|code|number))?(\s+(for|to|of|on)\s+(the\s+|my\s+|our\s+)?([a-z-]+\s+)?[a-z-]+)?(\s+(is|was)|\s*[:：=])\s*)'
-         || '[0-9]{1,3}([ -][0-9]{1,3}){2,3}(?![0-9])',
+         || '[0-9]{1,3}([ -][0-9]{1,3}){2,3}(?![0-9]|[ -][0-9])',
          '\1[REDACTED:pin]', 'gi', false),
         -- Unlabelled random strings: 32+ base64/url-safe characters mixing
         -- digits, lower and upper case (words, slugs and paths do not), and
@@ -972,13 +1084,26 @@ begin
          || '\.[A-Za-z\u00C0-\u024F\u0400-\u04FF\u4e00-\u9fff]{2,}',
          '[REDACTED:email]', 'gi', false),
         -- Addresses spelled out against scrapers: "carol dot smith at gmail
-        -- dot com", "dave(at)example(dot)org", "erik [at] web [dot] de".
+        -- dot com", "dave(at)example(dot)org", "erik [at] web [dot] de", and
+        -- the dot and at said in German, French and Spanish: "lena punkt
+        -- vogel at gmx punkt net", "marie point dupont arobase free point
+        -- fr", "ana punto gil arroba gmail punto com". The address must end
+        -- in a known top-level domain, so "at this point" stays.
         (141, 'email_spelled', 'secret', 'email',
-         '(?<![a-z0-9])[a-z0-9][a-z0-9_%+-]*((\s*(\.|\(dot\)|\[dot\]|\{dot\})\s*|\s+dot\s+)[a-z0-9_%+-]+)*'
-         || '(\s*(\(at\)|\[at\]|\{at\})\s*|\s+at\s+)'
-         || '[a-z0-9-]+((\s*(\.|\(dot\)|\[dot\]|\{dot\})\s*|\s+dot\s+)[a-z0-9-]+)*'
-         || '(\s*(\(dot\)|\[dot\]|\{dot\})\s*|\s+dot\s+)(com|org|net|edu|gov|io|de|fr|es|it|nl|cn|uk|jp|co|info|me|ai|ch|at)(?![a-z])',
+         '(?<![a-z0-9])[a-z0-9][a-z0-9_%+-]*((\s*(\.|\(dot\)|\[dot\]|\{dot\})\s*|\s+(dot|punkt|point|punto)\s+)[a-z0-9_%+-]+)*'
+         || '(\s*(\(at\)|\[at\]|\{at\}|\(arroba\)|\[arroba\])\s*|\s+(at|arroba|arobase)\s+)'
+         || '[a-z0-9-]+((\s*(\.|\(dot\)|\[dot\]|\{dot\})\s*|\s+(dot|punkt|point|punto)\s+)[a-z0-9-]+)*'
+         || '(\s*(\(dot\)|\[dot\]|\{dot\})\s*|\s+(dot|punkt|point|punto)\s+)'
+         || '(com|org|net|edu|gov|io|de|fr|es|it|nl|cn|uk|jp|co|info|me|ai|ch|at|be|pl|pt|se|dk|no|fi|ie|eu|us|ca|au|nz|mx|ar|br|in|ru|dev|app)(?![a-z])',
          '[REDACTED:email]', 'gi', false),
+        -- A mail account named by its provider, without the domain: "my
+        -- gmail is johnny.b.goode88", "mi hotmail: laura_88". The name must
+        -- hold a digit or an inner dot ("my gmail is full" stays).
+        (142, 'email_handle', 'secret', 'email',
+         '((?<![a-z])(my|his|her|their|our|your|mi|su|mon|ma|son|sa|mein|meine|seine|ihre)\s+(gmail|hotmail|outlook|yahoo|icloud|proton(mail)?|gmx|qq|163)'
+         || '(\s+(address|account|handle|id|adresse|cuenta|konto|compte))?\s*(is|es|est|ist|:|=)\s*)'
+         || '(?=[a-z0-9._%+-]*([0-9]|\.[a-z0-9]))[a-z0-9][a-z0-9._%+-]{2,}[a-z0-9](?![a-z0-9@])',
+         '\1[REDACTED:email]', 'gi', false),
         -- Resident identity card of the PRC: 6-digit region, birth date
         -- 18xx-20xx, 3-digit sequence, check digit or X; spaced or dashed;
         -- the 15-digit first-generation form (yymmdd); 4-4-4-4-2 groups.
@@ -987,6 +1112,48 @@ begin
          || '|(?<![0-9A-Za-z])[1-9][0-9]{5}[ .-]?[0-9]{2}(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])[ .-]?[0-9]{3}(?![0-9A-Za-z])'
          || '|(?<![0-9A-Za-z])[1-9][0-9]{3}([ .-][0-9]{4}){3}[ .-][0-9][0-9Xx](?![0-9A-Za-z])',
          '[REDACTED:id_card]', 'g', false),
+        -- National identity, tax, social insurance and health numbers of
+        -- other countries after their label: "personnummer 850709-9805",
+        -- "Aadhaar: 4829 1736 5022", "Steuer-ID für die Steuererklärung: 86
+        -- 095 742 719", "numéro de registre national (Belgique) est
+        -- 85.07.30-033.28", "NIE: X2481632R", "codice fiscale
+        -- RSSMRA85T10A562S", "マイナンバーは4820 1736 5929". The value is 6-18
+        -- digits, spaced, dotted or dashed, with up to two letters before and
+        -- one after (a check letter), or a token of 8-18 letters and digits
+        -- holding two digits or more. A few words may stand between label
+        -- and value, but not a sentence end or a digit. A date ("ID card
+        -- expires on 15.03.2031"), an amount or a measure is not one. Short
+        -- labels that are also words (NIE is German "never") need a colon,
+        -- "is" or "number" before the value.
+        (151, 'national_id', 'secret', 'id_card',
+         '(((?<![a-z])(personnummer|personal\s+((identity|identification|id)\s+)?(number|code|no\.?)|f(ø|o)dselsnummer|henkil(ö|o)tunnus|cpr-?\s*(nummer|number|nr\.?)'
+         || '|national\s+(id|identity|identification|insurance|registration|registry)(\s+card)?(\s+(number|no\.?|#))?|ni\s+number|nhs\s+number|medicare\s+(card\s+)?number'
+         || '|identity\s+(card\s+)?(number|no\.?)|id[- ]?card(\s+(number|no\.?|#))?|(citizen|resident|residence|voter)\s+id(\s+(card|number|no\.?))?'
+         || '|aadhaa?r(\s+(card|number|no\.?))?|pan\s+(card|number)|permanent\s+account\s+number|social\s+insurance\s+number'
+         || '|tax\s*(payer\s*)?(id|identification\s+number|file\s+number)|codice\s+fiscale|burgerservicenummer|rijksregisternummer'
+         || '|steuer-?\s*id|steuer-?\s*identifikationsnummer|steuernummer|identifikationsnummer|(personal)?ausweis-?\s*(nummer|nr\.?)|personalausweis'
+         || '|sozialversicherungsnummer|(renten|kranken)?versicherungsnummer|versichertennummer|ahv-?\s*nummer|sv-?\s*nummer'
+         || '|(numéro|numero)\s+(de\s+)?(s(é|e)cu(rit(é|e)\s+sociale)?|national|d''identification(\s+fiscale)?|fiscal|insee|d''identit(é|e)|registre\s+national|carte\s+vitale)'
+         || '|registre\s+national|carte\s+d''identit(é|e)|(n°|nº) de (sécu|secu)'
+         || '|(número|numero)\s+de\s+(identidad|identificaci(ó|o)n(\s+fiscal)?|(la\s+)?seguridad\s+social|documento|c(é|e)dula|afiliaci(ó|o)n)'
+         || '|documento\s+(nacional\s+)?de\s+identidad|c(é|e)dula(\s+de\s+(identidad|ciudadan(í|i)a))?'
+         || '|dni|nif|bsn|nric|cpf|curp|pesel|tfn|ppsn|nino)(?![a-z])'
+         || '|my\s+number\s+card'
+         || '|身份证|身份證|身分證|证件号|證件號|社保号|社会保障号|医保卡号|纳税人识别号|マイナンバー|個人番号|住民票コード|基礎年金番号|健康保険証の番号|주민등록번호)'
+         || '[^0-9\n.;。！？!?]{0,30}'
+         || '|(?<![a-z])(nie|nir|nss)'
+         || '((\s*-?\s*(number|nummer|no\.?|nr\.?|n°|nº|número|numéro|#))(\s*(:|：|=|is|es|ist|est|lautet))?|\s*(:|：|=|is|es|ist|est|lautet))\s*)'
+         || '(?<![A-Za-z0-9])(?:[A-Za-z]{0,2} ?(?!(?:[0-9]{1,2}[./-][0-9]{1,2}[./-](?:[0-9]{4}|[0-9]{2})|[0-9]{4}[./-][0-9]{1,2}[./-][0-9]{1,2}|[0-9]{1,2}[./-][0-9]{4})(?![0-9]|[ ./-][0-9]))[0-9](?:[ ./-]?[0-9]){5,17}(?:[ -]?[A-Za-z](?=[\s,.;:)!?。，、]|$)|(?![A-Za-z0-9]))|(?=[A-Za-z0-9]{0,17}[0-9][A-Za-z0-9]{0,17}[0-9])(?=[A-Za-z0-9]{0,17}[A-Za-z])[A-Za-z0-9]{8,18}(?![A-Za-z0-9]))(?!\s*(?:€|\$|£|%|euros?|dollars?|pesos|yen|km|kg|元|円|年|人)(?![a-z]))',
+         '\1[REDACTED:id_card]', 'gi', false),
+        -- The same numbers before their label: "850709-9805 is my
+        -- personnummer", "X2481632R es mi NIE", "4820 1736 5929是我的身份证号".
+        (153, 'national_id_before_label', 'secret', 'id_card',
+         '(?<![A-Za-z0-9])(?:[A-Za-z]{0,2} ?(?!(?:[0-9]{1,2}[./-][0-9]{1,2}[./-](?:[0-9]{4}|[0-9]{2})|[0-9]{4}[./-][0-9]{1,2}[./-][0-9]{1,2}|[0-9]{1,2}[./-][0-9]{4})(?![0-9]|[ ./-][0-9]))[0-9](?:[ ./-]?[0-9]){5,17}(?:[ -]?[A-Za-z](?=[\s,.;:)!?。，、]|$)|(?![A-Za-z0-9]))|(?=[A-Za-z0-9]{0,17}[0-9][A-Za-z0-9]{0,17}[0-9])(?=[A-Za-z0-9]{0,17}[A-Za-z])[A-Za-z0-9]{8,18}(?![A-Za-z0-9]))'
+         || '(\s+(is|was|es|est|ist|=)\s+(my|the|our|his|her|their|mi|su|mon|ma|son|sa|meine?|seine?|ihre?)\s+([a-z''-]+\s+){0,2}'
+         || '(personnummer|aadhaa?r|national\s+(id|insurance)(\s+number)?|id\s+(number|card)|identity\s+(number|card)|tax\s+id|steuer-?id|steuernummer'
+         || '|ausweisnummer|nie|dni|nif|nir|bsn|nric|cpf|pesel|tfn|(numéro|numero)\s+de\s+s(é|e)cu|my\s+number)(?![a-z])'
+         || '|\s*(是|为|は)\s*(我|他|她|私)?(的|の)?\s*(身份证号?码?|身份證號?碼?|证件号码?|マイナンバー|個人番号))',
+         '[REDACTED:id_card]\1', 'gi', false),
         -- US social security numbers: AAA-GG-SSSS (not 000, 666, 9xx), or
         -- any 9 digits after an SSN label.
         (152, 'ssn', 'secret', 'ssn',
@@ -1001,41 +1168,76 @@ begin
          || '([A-Za-z]{0,3}\s?[0-9]{4}\s?[0-9]{2,5}(?![0-9])|(?=[A-Za-z0-9]{0,8}[0-9])(?=[A-Za-z0-9]{0,8}[A-Za-z])[A-Za-z0-9]{8,9}(?![A-Za-z0-9]))',
          '[REDACTED:passport]', 'gi', false),
         -- A passport number a few words after its label ("my passport
-        -- details - number C03005988", "travel doc (passport) ID …") or just
-        -- before it ("X1234567 is my passport number", "E1234567是我的护照号").
+        -- details - number C03005988", "travel doc (passport) ID …",
+        -- "Passport no. for my daughter - C7X4Y9Z21") or just
+        -- before it ("X1234567 is my passport number", "YA4829173 is my
+        -- wife's Italian passport", "E1234567是我的护照号"). A German
+        -- compound names it too ("Kinderreisepass").
         -- The value must look like one: 6-9 digits after up to three
         -- letters, or 8-9 letters and digits holding both. The label is
         -- matched, not looked ahead to, and kept: a rule whose match needs
         -- no literal word would open its gate to every text with digits.
         (156, 'passport_loose', 'secret', 'passport',
-         '(((?<![a-z])(passport|reisepass|pasaporte|passeport|passaporte)|护照|護照)[^0-9\n.;。]{0,30})'
+         '(((?<![a-z])(passport|pasaporte|passeport|passaporte|travel\s+document)(\s*(no|nr|n)\.)?|reisepass(-?\s*nr\.)?|护照|護照|パスポート|旅券)[^0-9\n.;。]{0,30})'
          || '(?<![A-Za-z0-9])([A-Za-z]{0,3}[ -]?[0-9]{6,9}|[0-9]{2}[A-Za-z]{2}[0-9]{5}|(?=[A-Za-z0-9]{0,8}[0-9])(?=[A-Za-z0-9]{0,8}[A-Za-z])[A-Za-z0-9]{8,9})(?![A-Za-z0-9])',
          '\1[REDACTED:passport]', 'gi', false),
         (157, 'passport_before_label', 'secret', 'passport',
          '(?<![A-Za-z0-9])(?=[A-Za-z]{0,3}[0-9]{6})[A-Za-z0-9]{6,9}(?![A-Za-z0-9])'
-         || '(\s*((is|was|=|are)\s+(my|the|our|his|her)\s+(new\s+)?(passport|pasaporte|passeport|reisepass)|(是|为)\s*(我的)?(护照|護照)))',
+         || '(\s*((is|was|=|are|es|est|ist)\s+(my|the|our|his|her|their|mi|su|mon|ma|son|sa|meine?|seine?|ihre?)\s+([a-z''-]+\s+){0,5}(passport|pasaporte|passeport|reisepass)'
+         || '|(是|为)\s*(我的|他的|她的)?(护照|護照)))',
          '[REDACTED:passport]\1', 'gi', false),
         -- Mainland mobile 1[3-9]x xxxx xxxx (optionally +86/0086/(+86),
         -- spaced, dotted or dashed); international numbers with a leading +
-        -- or 00; North American numbers with separators, (415) 555-2671;
-        -- landlines with an area code, 010-12345678, (021) 6123 4567;
-        -- Taiwanese mobiles 09xx-xxx-xxx; and any 7+ digit number after a
-        -- phone label. Bare digit runs without a label, + or separators are
-        -- not phones, nor are landline-shaped runs inside a longer token of
-        -- ASCII letters and digits (hex ids, hashes).
+        -- or 00 (after 00, nine digits or more: "00123456" is a membership
+        -- or order number); North American numbers with separators, (415)
+        -- 555-2671; landlines with an area code and a separator, 010-12345678,
+        -- (021) 6123 4567, 06-6341-2290 (a bare 0-led run of 12 digits is as
+        -- likely a UPC barcode); Taiwanese mobiles 09xx-xxx-xxx, Australian
+        -- ones 04xx xxx xxx; French numbers in pairs, 06 12 48 93 71; and
+        -- any 7+ digit number after a phone label. Bare digit runs without
+        -- a label, + or separators are not phones, nor are landline-shaped
+        -- runs inside a longer token of ASCII letters and digits (hex ids,
+        -- hashes) or inside a longer run of digit groups (the last three
+        -- groups of a card number, 4000 0566 5566 5556).
         (160, 'phone', 'secret', 'phone',
          '(?<![0-9])((\+|00)?86[ .-]?|\(\+?86\)[ .-]?)?1[3-9][0-9]([ .-]?[0-9]{4}){2}(?![0-9])'
-         || '|(?<![0-9A-Za-z+])(\+|00)[1-9][0-9]{0,2}[ .-]?(\(?[0-9]{1,4}\)?[ .-]?){1,4}[0-9]{2,5}(?![0-9])'
+         || '|(?<![0-9A-Za-z+])(\+|00(?=([ .()-]?[0-9]){9}))[1-9][0-9]{0,2}[ .-]?(\(?[0-9]{1,4}\)?[ .-]?){1,4}[0-9]{2,5}(?![0-9])'
          || '|(?<![0-9A-Za-z])(\([2-9][0-9]{2}\) ?|[2-9][0-9]{2}[.-])[0-9]{3}[.-][0-9]{4}(?![0-9A-Za-z])'
-         || '|(?<![0-9A-Za-z])(\(0[1-9][0-9]{1,2}\)|0[1-9][0-9]{1,2})[ -]?[0-9]{3,4}[ -]?[0-9]{4}(?![0-9A-Za-z])'
-         || '|(?<![0-9A-Za-z])09[0-9]{2}[ -]?[0-9]{3}[ -]?[0-9]{3}(?![0-9A-Za-z])',
+         || '|(?<![0-9A-Za-z])(?<![0-9][ .-])(\(0[1-9][0-9]{1,2}\) ?[0-9]{3,4}[ -]?|0[1-9][0-9]{0,3}[ -][0-9]{3,4}[ -]?|0[1-9][0-9]{1,2}[0-9]{3,4}[ -])[0-9]{4}(?![0-9A-Za-z]|[ .-][0-9])'
+         || '|(?<![0-9A-Za-z])(?<![0-9][ .-])(09[0-9]{2}[ -]?[0-9]{3}[ -]?|04[0-9]{2}[ -][0-9]{3}[ -])[0-9]{3}(?![0-9A-Za-z]|[ .-][0-9])'
+         || '|(?<![0-9A-Za-z.])(?<![0-9][ .-])0[1-9]([ .][0-9]{2}){4}(?![0-9A-Za-z]|[ .-][0-9])',
          '[REDACTED:phone]', 'g', false),
+        -- The phone labels of English, French, Spanish, German, Chinese and
+        -- Japanese ("Mon portable c'est le …", "Llámame al …", "Handy:",
+        -- "実家の電話：…"), an article or "is" between label and number.
         (161, 'labelled_phone', 'secret', 'phone',
-         '(((?<![a-z])(phone|tel|telephone|mobile|cell|call\s*me(\s*(at|on))?|text\s*me(\s*(at|on))?|whatsapp|my\s*number\s*is|phone\s*number)'
-         || '|电话|手机号?码?|联系方式|座机|号码)\s*(is|:|：|是|为)?\s*)\+?[0-9(][0-9 ().-]{5,}[0-9](?![0-9])',
+         '(((?<![a-z])(phone|tel|telephone|mobile|cell(\s*phone)?|call\s*me(\s*(at|on))?|text\s*me(\s*(at|on))?|ring\s*me(\s*(at|on))?|whatsapp'
+         || '|my\s*number\s*is|phone\s*number|landline|portable|t(é|e)l(é|e)phone|appelle[sz]?-moi(\s+au)?|joignable\s+au|móvil|movil|celular|teléfono|telefono'
+         || '|(llámame|llamame)(\s+al)?|handy(nummer)?|telefon(nummer)?|festnetz(nummer)?|mobilnummer|erreichbar\s+unter'
+         || '|reach\s+(me|us|him|her)(\s+(at|on|via))?|contact\s+(me|us)\s+(at|on|via)|give\s+(me|us)\s+a\s+(ring|call|bell|buzz)(\s+(at|on))?)(?![a-z])'
+         || '|电话|電話(番号)?|手机号?码?|手機|携帯(番号|電話)?|連絡先|联系方式|座机|号码|號碼)'
+         || '\s*((is|was|:|：|是|为|は|c''est|es|ist|lautet|est)\s*)*((the|le|la|el|al|au|unter)\s+)?)\+?[0-9(][0-9 ().-]{5,}[0-9](?![0-9])',
          '\1[REDACTED:phone]', 'gi', false),
+        -- "My Aussie number: 0412 345 678", "Mi número es el 612 345 789":
+        -- "number" after a possessive is a phone number only when what
+        -- follows is shaped like one (a 0-led number, or groups of 2-6
+        -- digits), and not an order, account, flight or lucky number.
+        (162, 'number_phone', 'secret', 'phone',
+         '((?<![a-z])(my|his|her|their|our|your|mi|tu|su|mon|ma|ton|son|sa|mein|meine|dein|deine|seine|ihre)\s+'
+         || '((?!(order|tracking|account|booking|flight|case|ticket|reference|confirmation|invoice|serial|model|part|customer|member|membership|policy'
+         || '|lucky|favou?rite|room|seat|house|jersey|student|employee|badge|bank|card|passport|licen[cs]e|plate|registration|id|tax|social|insurance'
+         || '|pedido|commande|bestell|kunden|rechnungs|vol|vuelo|cuenta|compte|konto|dossier|expediente|cliente|client)(?![a-z]))[a-z'']+\s+)?'
+         || '(number|n(ú|u)mero|num(é|e)ro|nummer)(?![a-z])\s*((is|was|:|：|es|est|ist|lautet|c''est)\s*)*((the|le|la|el|al|au)\s+)?)'
+         || '(\(?0[0-9]{1,4}\)?([ .-]?[0-9]{2,6}){2,4}|[1-9][0-9]{1,3}([ .-][0-9]{2,6}){2,3})(?![0-9]|[.,][0-9])',
+         '\1[REDACTED:phone]', 'gi', false),
+        -- A card number after its label, in English, German, French,
+        -- Spanish, Chinese or Japanese, whether or not it passes the Luhn
+        -- check.
         (170, 'labelled_card', 'secret', 'bank_card',
-         '(((?<![a-z])(card|visa|mastercard|amex)\s*(number|no\.?|num|#)?|卡号|[银信储借工资]{0,2}[行用蓄记]?卡号?)\s*(is|:|：|是|为)?\s*)'
+         '(((?<![a-z])(card|visa|mastercard|amex)\s*(number|no\.?|num|#)?|(kredit|bank|ec-?)?karten?-?\s*nummer|kreditkarte'
+         || '|num(é|e)ro\s+de\s+(ma\s+)?carte(\s+(bleue|bancaire|de\s+cr(é|e)dit))?|carte\s+(bleue|bancaire)'
+         || '|n(ú|u)mero\s+de\s+(mi\s+)?tarjeta(\s+de\s+(cr(é|e)dito|d(é|e)bito))?|tarjeta(\s+de\s+(cr(é|e)dito|d(é|e)bito))?'
+         || '|卡号|[银信储借工资]{0,2}[行用蓄记]?卡号?|カード番号|カード)\s*(is|:|：|是|为|は|es|est|ist|lautet)?\s*)'
          || '[0-9]([ .-]?[0-9]){12,18}(?![0-9])',
          '\1[REDACTED:bank_card]', 'gi', false),
         -- 13-19 digits, plain or in groups of four (spaces, dashes or dots)
@@ -1050,10 +1252,11 @@ begin
          || '|Drive|Dr|Way|Court|Ct|Place|Pl|Terrace|Parkway|Pkwy|Highway|Hwy|Loop|Square|Sq|Close|Crescent)\.?(\s+(NW|NE|SW|SE|N|S|E|W))?(?![A-Za-z])'
          || '|[\u4e00-\u9fff]{1,4}(路|街|大道|大街|巷|弄|胡同|道)([东西南北中一二三四五六七八九十]{0,3}段)?[0-9]{1,5}(号|號|弄)([0-9]{1,5}(号|號))?'
          || '([\u4e00-\u9fffA-Za-z]{0,10}[0-9A-Za-z]{1,5}(栋|幢|座|号楼|单元|层|楼|室))*'
-         -- German: "Lindenstraße 23, 50674 Köln", "Berliner Allee 104", "Am Waldrand 7, 80331 München".
+         -- German and Dutch: "Lindenstraße 23, 50674 Köln", "Berliner Allee 104", "Am Waldrand 7, 80331 München",
+         -- "Keizersgracht 123, 1015 CJ Amsterdam".
          || '|(?<![A-Za-zÄÖÜäöüß])(([A-ZÄÖÜ][a-zäöüß]+\s)?(Straße|Strasse|Weg|Gasse|Platz|Allee|Ring|Damm|Ufer|Chaussee)'
-         || '|[A-ZÄÖÜ][a-zäöüß-]*(straße|strasse|str\.|weg|gasse|platz|allee|ring|damm|ufer|chaussee))\s*[0-9]{1,4}\s?[a-z]?(?![0-9A-Za-z])'
-         || '(,?\s*[0-9]{5}\s+[A-ZÄÖÜ][a-zäöüß]+)?'
+         || '|[A-ZÄÖÜ][a-zäöüß-]*(straße|strasse|str\.|weg|gasse|platz|allee|ring|damm|ufer|chaussee|straat|gracht|laan|plein|kade|singel|dijk|steeg))\s*[0-9]{1,4}\s?[a-z]?(?![0-9A-Za-z])'
+         || '(,?\s*([0-9]{5}|[0-9]{4}(\s?[A-Z]{2})?)\s+[A-ZÄÖÜ][a-zäöüß]+)?'
          || '|(?<![A-Za-z])(Am|Im|An\sder|An\sden|Auf\sder|Auf\sdem|In\sder|In\sden|Zum|Zur|Unter\sden|Hinter\sder|Vor\sdem|Beim)\s[A-ZÄÖÜ][a-zäöüß]+\s[0-9]{1,4}[a-z]?,?\s*[0-9]{4,5}\s+[A-ZÄÖÜ][a-zäöüß]+'
          -- French: "14 rue des Lilas, 69003 Lyon".
          || '|(?<![0-9])[0-9]{1,4}(\s?(bis|ter))?,?\s+([Rr]ue|[Aa]venue|[Bb]oulevard|[Pp]lace|[Aa]llée|[Ii]mpasse|[Cc]hemin|[Qq]uai)\s+'
@@ -1061,6 +1264,15 @@ begin
          -- Spanish: "Calle de Alcalá 48", "C/ Mayor 5, 28013 Madrid".
          || '|(?<![A-Za-z])([Cc]alle|C/|[Aa]venida|Avda\.?|[Pp]laza|[Pp]aseo|[Cc]arrer)\s+(de\s+(la\s+|los\s+|las\s+)?|del\s+)?'
          || '([A-ZÁÉÍÓÚÑ][a-záéíóúñ]+\s?){1,3},?\s*(n\.?º\s*)?[0-9]{1,4}(?![0-9])(,?\s*[0-9]{5}\s+[A-ZÁÉÍÓÚ][a-záéíóúñ]+)?'
+         -- Italian and Portuguese: "Via Roma 12, 00184 Roma", "Rua Augusta 100,
+         -- 1100-048 Lisboa" (not "Piazza Navona 5 minutes away", nor a year).
+         || '|(?<![A-Za-z])(Via|Viale|Corso|Piazza|Piazzale|Vicolo|Rua|Travessa|Praça|Alameda)\s+((di|da|do|dos|das|della|delle|dei|degli|del|de)\s+)?'
+         || '([A-ZÀ-Ý][a-zà-ÿ''-]+\s?){1,3},?\s*(n\.?\s*)?(?!(19|20)[0-9]{2}(?![0-9]))[0-9]{1,4}[a-z]?(?![0-9])(?!\s*(min|minutes|minuti|hours|ore|km|m|euros?|%)(?![a-z]))'
+         || '(,?\s*[0-9]{4,5}(-[0-9]{3})?\s+[A-ZÀ-Ý][a-zà-ÿ]+)?'
+         -- Colombian and other Latin American grids: "Calle 85 #11-53", "Carrera 7 No. 71-21";
+         -- post boxes: "PO Box 1234", "Postfach 10 20 30", "Apartado de correos 45".
+         || '|(?<![A-Za-z])(Calle|Carrera|Cra\.?|Avenida|Av\.?|Diagonal|Transversal)\s+[0-9]{1,3}\s?[A-Z]?(\s+(Bis|Sur|Norte))?\s*(#|No\.?|N°|Nº)\s*[0-9]{1,3}\s?[A-Z]?\s?-\s?[0-9]{1,3}'
+         || '|(?<![A-Za-z])(P\.?\s?O\.?\s+Box|Postfach|Apartado\s+de\s+[Cc]orreos)\s+[0-9]{1,6}([ -][0-9]{2,3}){0,2}(?![0-9])'
          -- Japanese: "大阪府大阪市北区梅田3-1-3", "東京都渋谷区神南1丁目19-11", "新宿区西新宿2-8-1".
          || '|[\u4e00-\u9fff]{1,3}[都道府県][\u4e00-\u9fff\u3040-\u30ff]{1,12}[0-9]{1,4}(丁目|-)[0-9]{1,4}(番地?|-)?([0-9]{1,4}号?)?'
          || '|[\u4e00-\u9fff]{1,4}[区市][\u4e00-\u9fff\u3040-\u30ff]{1,8}[0-9]{1,4}(丁目|-)[0-9]{1,4}(番地?|-)?([0-9]{1,4}号?)?'
