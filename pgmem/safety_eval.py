@@ -32,11 +32,13 @@ from typing import Any, Final
 
 import psycopg
 
+from pgmem.embed import Embedder
 from pgmem.queries.safety import SAFETY_RULES_EXPORT, SAFETY_VERDICTS
 
 __all__ = [
     "CORPUS",
     "FROZEN",
+    "HELDOUT",
     "TARGETS",
     "Case",
     "Rate",
@@ -50,6 +52,10 @@ CORPUS: Final = Path(__file__).with_name("safety_corpus.jsonl")
 # The held-out half: written by someone who had not read the rules or CORPUS, committed
 # before its first measurement, and never edited since. Rules are tuned on CORPUS only.
 FROZEN: Final = Path(__file__).with_name("safety_corpus_frozen.jsonl")
+# A second held-out set of injections and look-alikes, written the same way for the
+# injection probe: half of one writer's cases went into CORPUS, this half never did,
+# and neither rules nor probe are trained on it.
+HELDOUT: Final = Path(__file__).with_name("safety_corpus_heldout.jsonl")
 
 # The targets: PII caught per class, injection caught, false positives.
 TARGETS: Final = {"pii": 0.98, "injection": 0.90, "false_positive": 0.02}
@@ -147,12 +153,27 @@ def load_corpus(path: Path | str = CORPUS) -> list[Case]:
     return cases
 
 
-def measure(conn: psycopg.Connection[Any], cases: list[Case] | None = None) -> SafetyReport:
-    """Run every case through pgmem's redaction and injection detection and count."""
+def measure(
+    conn: psycopg.Connection[Any],
+    cases: list[Case] | None = None,
+    embedder: Embedder | None = None,
+) -> SafetyReport:
+    """Run every case through pgmem's redaction and injection detection and count; with
+    an ``embedder``, each case's embedding goes to that model's injection probe too, as
+    on the write path (none for a model without a probe)."""
     cases = load_corpus() if cases is None else cases
+    texts = [c.text for c in cases]
+    vectors = None if embedder is None else embedder.embed(texts)
     rows = conn.execute(
         SAFETY_VERDICTS,
-        {"texts": [c.text for c in cases], "secrets": [c.secret for c in cases]},
+        {
+            "texts": texts,
+            "secrets": [c.secret for c in cases],
+            "embeddings": None
+            if vectors is None
+            else [f"[{','.join(map(str, v))}]" for v in vectors],
+            "model": None if embedder is None else embedder.model,
+        },
     ).fetchall()
     pii: dict[str, Rate] = defaultdict(lambda: Rate(""))
     injection: dict[str, Rate] = defaultdict(lambda: Rate(""))

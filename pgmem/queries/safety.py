@@ -14,18 +14,20 @@ where category in ('prefilter', 'fold', 'injection')
 order by rule_order
 """
 
-# One row per text, in order: the injection rule it matches (or NULL), the
-# text redacted, the kinds redacted, the text folded as stored, the secret folded.
+# One row per text, in order: the injection rule it breaks (or NULL) by the rules and,
+# given embeddings of a model, the model's injection probe (pgmem._check_texts, as the
+# write path checks it), the text redacted, the kinds redacted, the text folded as
+# stored, the secret folded.
 SAFETY_VERDICTS: Final = """
 select t.i::integer as item,
-       d.rule,
-       r.content as redacted,
-       r.kinds,
+       c.rule,
+       c.content as redacted,
+       c.kinds,
        pgmem._safety_clean(t.text) as cleaned,
        pgmem._safety_clean(s.secret) as cleaned_secret
 from unnest(%(texts)s::text[]) with ordinality as t(text, i)
 join unnest(%(secrets)s::text[]) with ordinality as s(secret, i) using (i)
-join pgmem._redact_many(%(texts)s::text[]) as r on r.item = t.i
-left join pgmem._detect_injection_many(%(texts)s::text[]) as d on d.item = t.i
+join pgmem._check_texts(%(texts)s::text[], %(embeddings)s::public.vector[], %(model)s) as c
+  on c.item = t.i
 order by t.i
 """

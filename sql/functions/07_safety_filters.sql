@@ -253,6 +253,31 @@ $$;
 comment on function pgmem._detect_injection_many(text[]) is
     'For each element of p_contents that matches an injection rule: its position and the rule (internal; see pgmem.detect_injection).';
 
+-- The injection probe (pgmem._injection_probe, 05_safety_probe.sql) on the
+-- embeddings of a batch: what the rules miss when an attack is worded
+-- otherwise or in another language, the probe reads from what the text
+-- means. Only vectors of the model the probe was trained for, and of its
+-- dimension; no probe for p_model (or no model): nothing flagged.
+create or replace function pgmem._detect_injection_probe(p_model text, p_embeddings public.vector[])
+returns table(item integer, rule text)
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select e.i::integer, 'embedding_probe'::text
+    from pgmem._injection_probe(p_model) as p
+    cross join pg_catalog.unnest(p_embeddings) with ordinality as e(embedding, i)
+    where e.embedding is not null
+      and public.vector_dims(e.embedding) operator(pg_catalog.=) public.vector_dims(p.weights)
+      -- bias + embedding·weights, the logit (<#> is the negative inner product)
+      and p.bias operator(pg_catalog.-) (e.embedding operator(public.<#>) p.weights)
+          operator(pg_catalog.>=) p.cutoff
+$$;
+
+comment on function pgmem._detect_injection_probe(text, public.vector[]) is
+    'For each embedding of p_embeddings (of model p_model) that the model''s injection probe (pgmem._injection_probe) scores at or above its cut-off: its position and the rule embedding_probe (internal; pgmem._check_texts).';
+
 create or replace function pgmem.detect_injection(p_content text)
 returns text
 language plpgsql

@@ -205,7 +205,7 @@ begin
                select k from pg_catalog.unnest(o.kinds) as k where not k = any (r.kinds)), ',') order by r.item),
            pg_catalog.array_agg(o.object order by r.item)
     into v_rejected, v_rules, v_contents, v_terms, v_marks, v_redacted, v_objects
-    from pgmem._vouch(v_contents) as r
+    from pgmem._vouch(v_contents, v_embeddings, pgmem._write_model(v_settings)) as r
     join pgmem._redact_objects(
              array(select e.v ->> 'triple_predicate'
                    from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i) order by e.i),

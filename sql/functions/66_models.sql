@@ -414,6 +414,22 @@ $$;
 comment on function pgmem.model_thresholds(text) is
     'The calibrated duplicate and merge thresholds (cosine similarity) of an embedding model, as `pgmem eval pairs` chose them on the dev half of pgmem''s labelled pair corpus; 0.95 and 0.85 for a model not measured. A tenant''s settings.duplicate_threshold / merge_threshold, when set, override them.';
 
+-- The model of the vectors a write passes: the tenant's, else the one this
+-- transaction declared (the first write of a tenant records it); vectors of
+-- any other model are refused (PM025).
+create or replace function pgmem._write_model(p_settings pgmem.settings)
+returns text
+language sql
+stable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select coalesce(p_settings.embedding_model, nullif(pg_catalog.current_setting('pgmem.embedding_model', true), ''))
+$$;
+
+comment on function pgmem._write_model(pgmem.settings) is
+    'The embedding model of the vectors a write passes: the tenant''s settings.embedding_model, else the model this transaction declared (pgmem.use_embedding_model) (internal).';
+
 create or replace function pgmem._write_settings(p_tenant text)
 returns pgmem.settings
 language plpgsql
@@ -427,12 +443,7 @@ declare
 begin
     select s.* into v_settings from pgmem.settings as s where s.tenant_id = p_tenant;
     if v_settings.duplicate_threshold is null or v_settings.merge_threshold is null then
-        -- The tenant's model, else the one this transaction declared (the
-        -- first write of a tenant records it).
-        select t.* into v_model
-        from pgmem.model_thresholds(coalesce(v_settings.embedding_model,
-                                             nullif(pg_catalog.current_setting('pgmem.embedding_model', true), '')))
-             as t;
+        select t.* into v_model from pgmem.model_thresholds(pgmem._write_model(v_settings)) as t;
         v_settings.duplicate_threshold := coalesce(v_settings.duplicate_threshold, v_model.duplicate_threshold);
         v_settings.merge_threshold := least(coalesce(v_settings.merge_threshold, v_model.merge_threshold),
                                             v_settings.duplicate_threshold);

@@ -152,7 +152,14 @@ $$;
 comment on function pgmem._check_memory_fields(text, text, text, text, text, jsonb) is
     'Refuses a memory''s session, agent, triple or metadata over its length limit (PM023) (internal; the guard trigger and pgmem._store_memories).';
 
-create or replace function pgmem._check_texts(p_contents text[])
+-- The embeddings, when the caller has them, go to the injection probe of
+-- their model (pgmem._detect_injection_probe), after the rules.
+drop function if exists pgmem._check_texts(text[]);
+create or replace function pgmem._check_texts(
+    p_contents text[],
+    p_embeddings public.vector[] default null,
+    p_model text default null
+)
 returns table(item integer, rule text, content text, kinds text[], terms text[], marks text[])
 -- plpgsql for its cached plan: a SQL function with a SET clause is not
 -- inlined, and its statement was planned again at every write (~0.1 ms).
@@ -163,16 +170,18 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     return query
-    select r.item, d.rule, r.content, r.kinds,
-           case when d.rule is null then pgmem._conflict_terms(r.content) end,
-           case when d.rule is null then pgmem._conflict_marks(r.content) end
+    select r.item, x.rule, r.content, r.kinds,
+           case when x.rule is null then pgmem._conflict_terms(r.content) end,
+           case when x.rule is null then pgmem._conflict_marks(r.content) end
     from pgmem._redact_many(p_contents) as r
-    left join pgmem._detect_injection_many(p_contents) as d on d.item = r.item;
+    left join pgmem._detect_injection_many(p_contents) as d on d.item = r.item
+    left join pgmem._detect_injection_probe(p_model, p_embeddings) as q on q.item = r.item
+    cross join lateral (select coalesce(d.rule, q.rule) as rule) as x;
 end
 $$;
 
-comment on function pgmem._check_texts(text[]) is
-    'pgmem._vouch''s checks of each text, vouching for nothing: item, the injection rule it breaks (NULL: clean), its redacted form and kinds of redacted data, and for a clean text its pgmem._conflict_terms and _conflict_marks (internal).';
+comment on function pgmem._check_texts(text[], public.vector[], text) is
+    'pgmem._vouch''s checks of each text, vouching for nothing: item, the injection rule it breaks (NULL: clean; embedding_probe: the probe of p_model on its embedding in p_embeddings), its redacted form and kinds of redacted data, and for a clean text its pgmem._conflict_terms and _conflict_marks (internal).';
 
 -- What pgmem.remember and remember_many check of a text before anything
 -- else: the injection rules and redaction, in one call for a batch, and what
@@ -189,7 +198,11 @@ comment on function pgmem._check_texts(text[]) is
 -- and index, at the commit of every write (~0.8 ms, perf).
 -- (Its result gained terms and marks: a new result type is a new function.)
 drop function if exists pgmem._vouch(text[]);
-create or replace function pgmem._vouch(p_contents text[])
+create or replace function pgmem._vouch(
+    p_contents text[],
+    p_embeddings public.vector[] default null,
+    p_model text default null
+)
 returns table(item integer, rule text, content text, kinds text[], terms text[], marks text[])
 language plpgsql
 volatile
@@ -207,13 +220,13 @@ begin
         exception when insufficient_privilege then
             -- The owner may not create temporary tables in this database:
             -- nothing is vouched for, and pgmem._store_memories checks again.
-            return query select c.* from pgmem._check_texts(p_contents) as c order by c.item;
+            return query select c.* from pgmem._check_texts(p_contents, p_embeddings, p_model) as c order by c.item;
             return;
         end;
     end if;
     return query
     with checked as materialized (
-        select c.* from pgmem._check_texts(p_contents) as c
+        select c.* from pgmem._check_texts(p_contents, p_embeddings, p_model) as c
     ),
     vouched as (
         insert into pg_temp._pgmem_vouched (xact, content, terms, marks)
@@ -224,8 +237,8 @@ begin
 end
 $$;
 
-comment on function pgmem._vouch(text[]) is
-    'Checks each text against the injection rules and redacts it (pgmem._detect_injection_many, pgmem._redact_many): item, the rule it breaks (NULL: clean), its redacted form, and for a clean text its pgmem._conflict_terms and _conflict_marks; clean redacted forms are vouched for until the transaction ends, so pgmem._store_memories does not check them again (internal).';
+comment on function pgmem._vouch(text[], public.vector[], text) is
+    'Checks each text against the injection rules, and its embedding (p_embeddings, of model p_model) against the injection probe, and redacts it (pgmem._detect_injection_many, _detect_injection_probe, _redact_many): item, the rule it breaks (NULL: clean), its redacted form, and for a clean text its pgmem._conflict_terms and _conflict_marks; clean redacted forms are vouched for until the transaction ends, so pgmem._store_memories does not check them again (internal).';
 
 create or replace function pgmem._vouched_table()
 returns boolean
