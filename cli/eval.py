@@ -375,6 +375,14 @@ def floor(
             "must reach (default: settings.relative_floor).",
         ),
     ] = None,
+    write_path: Annotated[
+        bool,
+        typer.Option(
+            "--write-path",
+            help="Store the turns through Memory.add and the worker (rules, no LLM), as an "
+            "application does, instead of one memory per turn.",
+        ),
+    ] = False,
     database: ScratchOption = evaluation.DEFAULT_DATABASE,
     keep: KeepOption = False,
     as_json: JsonOption = False,
@@ -397,6 +405,7 @@ def floor(
         min_similarity=min_similarity,
         min_text_match=min_text_match,
         relative_floor=relative_floor,
+        write_path=write_path,
     )
 
 
@@ -881,7 +890,8 @@ def print_safety_report(report: safety_eval.SafetyReport, *, misses: bool) -> No
 def print_floor_report(report: floor_eval.FloorReport) -> None:
     cosine = "none" if report.min_similarity is None else f"{report.min_similarity:g}"
     table = Table(
-        title=f"{report.embedder}: floor cosine {cosine}, text {report.min_text_match:g}, "
+        title=f"{report.embedder}, {report.store} store: floor cosine {cosine}, "
+        f"text {report.min_text_match:g}, "
         f"relative {report.relative_floor:g}; {report.conversations} conversations, the first "
         f"{floor_eval.PROMPT_ROWS} rows a prompt, {report.profile_facts} profile facts; "
         "floor off → on",

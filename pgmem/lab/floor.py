@@ -18,8 +18,11 @@ tenant's default text and relative floors):
   prompts that show any memory, and the lines per prompt;
 * **the core profile**: two facts about each conversation's first speaker (its name
   and an allergy) written through :meth:`pgmem.Memory.add`, the path an app takes;
-  the share of ``pgmem.context`` blocks, on-topic and off-topic, that show every fact
-  of the subject's ``pgmem.profile``.
+  the share of ``pgmem.context`` blocks, on-topic and off-topic, that show both as the
+  subject's ``pgmem.profile`` holds them.
+
+``--write-path`` stores the turns through ``Memory.add`` and the worker
+(:func:`pgmem.lab.write_path.send_turns`) instead of one memory per turn.
 
 The questions of each conversation are split in two halves, in their order: the
 first (``dev``) is where a floor is chosen, the second (``test``) is frozen and only
@@ -42,6 +45,7 @@ from psycopg.rows import dict_row
 from pgmem.client import Memory
 from pgmem.embed import Embedder
 from pgmem.lab import eval as ev
+from pgmem.lab.write_path import drain_inbox, send_turns
 from pgmem.queries import admin as AQ
 from pgmem.queries import eval as Q
 
@@ -106,6 +110,7 @@ class FloorReport:
     min_similarity: float | None
     min_text_match: float
     relative_floor: float
+    store: str = "direct"  # how the turns were stored: "direct" or "write path"
     profile_facts: int = 0  # facts in the conversations' profiles, all together
     halves: list[HalfResult] = field(default_factory=list)
     total_seconds: float = 0.0
@@ -118,6 +123,7 @@ class FloorReport:
             "min_similarity": self.min_similarity,
             "min_text_match": self.min_text_match,
             "relative_floor": self.relative_floor,
+            "store": self.store,
             "profile_facts": self.profile_facts,
             "prompt_rows": PROMPT_ROWS,
             "halves": [h.as_dict() for h in self.halves],
@@ -159,8 +165,8 @@ def _prompt(conn: psycopg.Connection[dict[str, Any]], probe: ev.Probe) -> list[l
 def _shows_profile(
     conn: psycopg.Connection[dict[str, Any]], probe: ev.Probe, profiles: dict[str, list[str]]
 ) -> bool:
-    """Whether ``pgmem.context`` for ``probe`` (the default budget) shows every fact of
-    its subject's core profile."""
+    """Whether ``pgmem.context`` for ``probe`` (the default budget) shows every core
+    profile fact its subject's first speaker stated."""
     row = conn.execute(
         Q.CONTEXT,
         {
@@ -220,25 +226,33 @@ def _write_profiles(
     tenant: str,
 ) -> dict[str, list[str]]:
     """Each conversation's first speaker states its name and an allergy, through
-    ``Memory.add`` as of the first session; returns each subject's core profile (the
-    facts' text, as ``pgmem.profile`` holds them at the conversation's "now")."""
+    ``Memory.add`` as of the first session; returns, per subject, the core-profile
+    facts those statements became (their text, as ``pgmem.profile`` holds them at the
+    conversation's "now"). A profile may hold more (facts the write path took from the
+    conversation itself); these two are the ones every prompt must show."""
     profiles: dict[str, list[str]] = {}
     with Memory(conn=conn, tenant=tenant, embedder=embedder, llm=False) as memory:
         for conversation in conversations:
             name = conversation.speakers[0]
             facts = PROFILE_FACTS_ZH if _CJK.search(name) else PROFILE_FACTS
             first = min(s.date for s in conversation.sessions)
-            for fact in facts:
-                memory.add(fact.format(name=name), conversation.sample_id, occurred_at=first)
+            stated = {
+                result["memory_id"]
+                for fact in facts
+                for result in memory.add(
+                    fact.format(name=name), conversation.sample_id, occurred_at=first
+                )
+            }
             rows = conn.execute(
                 Q.PROFILE_OF, {"subject": conversation.sample_id, "now": conversation.last_date}
             ).fetchall()
-            if len(rows) < len(facts):
+            held = [row["content"] for row in rows if row["memory_id"] in stated]
+            if len(held) < len(facts):
                 raise ev.EvalError(
-                    f"{conversation.sample_id}: the core profile holds {len(rows)} of the "
+                    f"{conversation.sample_id}: the core profile holds {len(held)} of the "
                     f"{len(facts)} facts its first speaker stated"
                 )
-            profiles[conversation.sample_id] = [row["content"] for row in rows]
+            profiles[conversation.sample_id] = held
     return profiles
 
 
@@ -250,11 +264,16 @@ def evaluate_floor(
     min_similarity: float | None = None,
     min_text_match: float | None = None,
     relative_floor: float | None = None,
+    write_path: bool = False,
     tenant: str = ev.TENANT,
     path: str = "",
     progress: Callable[[str], None] | None = None,
 ) -> FloorReport:
     """Store ``conversations`` in the migrated database ``dsn`` and measure the floor.
+
+    ``write_path``: the turns go through ``Memory.add`` (facts extracted by the rules,
+    small talk left out) and the worker, as an application's do
+    (:func:`pgmem.lab.write_path.send_turns`), instead of the direct store.
 
     ``min_similarity`` / ``min_text_match`` / ``relative_floor``: the floor measured; by
     default the embedding model's calibrated floor (``pgmem.model_relevance_floor``,
@@ -277,7 +296,12 @@ def evaluate_floor(
         relative = floor["relative_floor"] if relative_floor is None else relative_floor
         with ev.tenant_connection(dsn, tenant) as conn:
             say(f"embedding and storing {sum(c.turns for c in conversations)} turns")
-            ev.ingest(conn, conversations, embedder)
+            if write_path:
+                with Memory(conn=conn, tenant=tenant, embedder=embedder, llm=False) as memory:
+                    send_turns(memory, ev.turn_rows(conversations), infer=True, progress=say)
+                drain_inbox(dsn, tenant, embedder, conn)
+            else:
+                ev.ingest(conn, conversations, embedder)
             say("writing each first speaker's name and allergy through Memory.add")
             profiles = _write_profiles(conn, conversations, embedder, tenant)
             admin.execute(Q.ANALYZE_MEMORIES_AND_LINKS)
@@ -305,6 +329,7 @@ def evaluate_floor(
         min_similarity=similarity,
         min_text_match=float(text),
         relative_floor=float(relative),
+        store="write path" if write_path else "direct",
         profile_facts=sum(len(facts) for facts in profiles.values()),
         halves=[HalfResult(h, len(halves[h]), sides[h]["off"], sides[h]["on"]) for h in HALVES],
         total_seconds=time.perf_counter() - started,

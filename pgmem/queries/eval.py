@@ -204,7 +204,7 @@ from pgmem.settings as s
 where s.tenant_id = %(tenant)s
 """
 # pgmem eval floor: a subject's core profile, and the context block an app gets.
-PROFILE_OF: Final = "select p.content from pgmem.profile(%(subject)s, %(now)s) as p"
+PROFILE_OF: Final = "select p.memory_id, p.content from pgmem.profile(%(subject)s, %(now)s) as p"
 CONTEXT: Final = """
 select pgmem.context(%(subject)s, p_query => %(query)s, p_embedding => %(embedding)s::public.vector,
                      p_reinforce => false, p_now => %(now)s) as block
