@@ -27,6 +27,7 @@ trained on.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pgmem.embed import Embedder
 from pgmem.lab import eval as ev
+from pgmem.queries import safety as Q
 from pgmem.safety_eval import CORPUS, Case, load_corpus
 
 if TYPE_CHECKING:
@@ -41,9 +43,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHINESE_SET",
+    "MIN_LENGTH",
     "SQL_FILE",
     "Probe",
     "fit",
+    "probe_length",
     "render_sql",
     "train",
 ]
@@ -57,8 +61,15 @@ CHINESE_SET: Final = Path(__file__).with_name("data") / "zh_personas.json"
 C: Final = 1000.0
 LOOKALIKE_WEIGHT: Final = 3.0
 EVERYDAY_WEIGHT: Final = 3.0
-MAX_LOOKALIKE_FP: Final = 0.01
+MAX_LOOKALIKE_FP: Final = 0.0075
 MAX_EVERYDAY_FP: Final = 0.0005
+# The probe reads a text of at least this length, counting a CJK character as four
+# (about eight words either way): on shorter ones its false positives fall on the
+# user's own short standing instructions ("回答的时候先给结论", "no jargon"), while on the
+# development corpus only one injection the rules miss is shorter. Rules read every
+# text; pgmem._probe_length is this measure in SQL.
+MIN_LENGTH: Final = 40
+_CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 # Cut-offs tried, as probabilities; the lowest one within both bounds is taken.
 CUTOFFS: Final = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99)
 FOLDS: Final = 5
@@ -129,6 +140,11 @@ def everyday_turns(locomo: Path | str) -> list[str]:
     ]
 
 
+def probe_length(text: str) -> int:
+    """A text's length as the probe's gate measures it: characters, a CJK one as four."""
+    return len(text) + 3 * len(_CJK.findall(text))
+
+
 def _score(beta: np.ndarray, x: np.ndarray) -> np.ndarray:
     result: np.ndarray = x @ beta[:-1] + beta[-1]
     return result
@@ -147,7 +163,9 @@ def train(
     say = progress or (lambda _message: None)
     cases = load_corpus(CORPUS) if cases is None else cases
     say(f"{embedder.model}: embedding {len(cases)} corpus cases and {len(everyday)} turns")
-    x = np.asarray(embedder.embed([c.text for c in cases] + list(everyday)), dtype=np.float64)
+    texts = [c.text for c in cases] + list(everyday)
+    x = np.asarray(embedder.embed(texts), dtype=np.float64)
+    read = np.array([probe_length(t) >= MIN_LENGTH for t in texts])
     y = np.array([c.set == "injection" for c in cases] + [False] * len(everyday), dtype=np.float64)
     lookalike = np.array([c.set != "injection" for c in cases] + [False] * len(everyday))
     turn = np.array([False] * len(cases) + [True] * len(everyday))
@@ -162,7 +180,7 @@ def train(
         scores[folds == k] = _score(beta, x[folds == k])
     chosen: float | None = None
     for cutoff in CUTOFFS:
-        flagged = scores >= math.log(cutoff / (1 - cutoff))
+        flagged = read & (scores >= math.log(cutoff / (1 - cutoff)))
         if (
             flagged[lookalike].mean() <= MAX_LOOKALIKE_FP
             and flagged[turn].mean() <= MAX_EVERYDAY_FP
@@ -171,7 +189,7 @@ def train(
             break
     # The figures at the cut-off kept, else at the strictest one tried.
     strictest = CUTOFFS[-1] if chosen is None else chosen
-    flagged = scores >= math.log(strictest / (1 - strictest))
+    flagged = read & (scores >= math.log(strictest / (1 - strictest)))
     say(f"{embedder.model}: fitting on everything")
     beta = fit(x, y, weights)
     return Probe(
@@ -189,9 +207,9 @@ def train(
 
 COMMENT: Final = (
     "The injection probe of an embedding model (no row: none): weights and intercept of a "
-    "logistic regression on a text''s embedding, and the logit at or above which the text "
-    "is an injection (internal; written by `pgmem eval probe`, read by "
-    "pgmem._detect_injection_probe)."
+    "logistic regression on a text''s embedding, the logit at or above which the text is "
+    "an injection, and the least pgmem._probe_length of a text it reads (internal; written "
+    "by `pgmem eval probe`, read by pgmem._detect_injection_probe)."
 )
 
 
@@ -204,7 +222,8 @@ def render_sql(probes: Sequence[Probe]) -> str:
         "-- Written by `pgmem eval probe` (pgmem/lab/probe.py): do not edit by hand.",
         "-- The injection probe of each embedding model: a logistic regression on a",
         "-- text's embedding, trained on pgmem/safety_corpus.jsonl and everyday",
-        "-- dialogue, its cut-off chosen by five-fold cross-validation:",
+        "-- dialogue, its cut-off chosen by five-fold cross-validation; it reads texts",
+        f"-- of {MIN_LENGTH} characters or more, a CJK one counting as four:",
     ]
     for p in probes:
         header.append(
@@ -220,32 +239,12 @@ def render_sql(probes: Sequence[Probe]) -> str:
         )
     rows = ",\n".join(
         f"        ('{p.model}',\n         '[{','.join(f'{w:.6g}' for w in p.weights)}]',\n"
-        f"         {p.bias:.9g}, {p.logit_cutoff:.9g})"
+        f"         {p.bias:.9g}, {p.logit_cutoff:.9g}, {MIN_LENGTH})"
         for p in probes
         if p.cutoff is not None
     )
-    probed = f"""    select p.weights::public.vector, p.bias, p.cutoff
-    from (values
-{rows}
-    ) as p(model, weights, bias, cutoff)
-    where p.model = p_model"""
-    if not rows:
-        probed = (
-            "    select null::public.vector, null::double precision, null::double precision"
-            " where false"
-        )
-    body = f"""
-create or replace function pgmem._injection_probe(p_model text)
-returns table(weights public.vector, bias double precision, cutoff double precision)
-language sql
-immutable parallel safe
-security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-{probed}
-$$;
-
-comment on function pgmem._injection_probe(text) is
-    '{COMMENT}';
-"""
+    body = Q.INJECTION_PROBE_FUNCTION.format(
+        probed=Q.INJECTION_PROBE_ROWS.format(rows=rows) if rows else Q.NO_INJECTION_PROBE,
+        comment=COMMENT,
+    )
     return "\n".join(header) + "\n" + body

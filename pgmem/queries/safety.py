@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["SAFETY_RULES_EXPORT", "SAFETY_VERDICTS"]
+__all__ = [
+    "INJECTION_PROBE_FUNCTION",
+    "INJECTION_PROBE_ROWS",
+    "NO_INJECTION_PROBE",
+    "SAFETY_RULES_EXPORT",
+    "SAFETY_VERDICTS",
+]
 
 # What the Python pre-filter needs: every rule but the secret patterns.
 SAFETY_RULES_EXPORT: Final = """
@@ -31,3 +37,32 @@ join pgmem._check_texts(%(texts)s::text[], %(embeddings)s::public.vector[], %(mo
   on c.item = t.i
 order by t.i
 """
+
+# sql/functions/05_safety_probe.sql as `pgmem eval probe` writes it
+# (pgmem.lab.probe.render_sql): the function, then its body with the probes'
+# constants, or the body of none.
+INJECTION_PROBE_FUNCTION: Final = """
+drop function if exists pgmem._injection_probe(text);  -- a result type is not replaced in place
+create or replace function pgmem._injection_probe(p_model text)
+returns table(weights public.vector, bias double precision, cutoff double precision,
+              min_length integer)
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+{probed}
+$$;
+
+comment on function pgmem._injection_probe(text) is
+    '{comment}';
+"""
+INJECTION_PROBE_ROWS: Final = """    select p.weights::public.vector, p.bias, p.cutoff, p.min_length
+    from (values
+{rows}
+    ) as p(model, weights, bias, cutoff, min_length)
+    where p.model = p_model"""
+NO_INJECTION_PROBE: Final = (
+    "    select null::public.vector, null::double precision, null::double precision, null::integer"
+    " where false"
+)

@@ -253,12 +253,34 @@ $$;
 comment on function pgmem._detect_injection_many(text[]) is
     'For each element of p_contents that matches an injection rule: its position and the rule (internal; see pgmem.detect_injection).';
 
+-- How long a text is for the injection probe's gate: its characters, a CJK
+-- one (kana, hanzi, hangul) counting as four, so eight words weigh about the
+-- same in any script (pgmem.lab.probe.probe_length in Python).
+create or replace function pgmem._probe_length(p_text text)
+returns integer
+language sql
+immutable parallel safe
+security invoker
+as $$
+    -- operator(...) binds left to right whatever the operator: parenthesised.
+    select pg_catalog.char_length(p_text)
+           operator(pg_catalog.+) (3 operator(pg_catalog.*)
+                                   pg_catalog.regexp_count(p_text, '[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]'))
+$$;
+
+comment on function pgmem._probe_length(text) is
+    'A text''s length as the injection probe''s gate measures it: characters, a CJK one counting as four (internal).';
+
 -- The injection probe (pgmem._injection_probe, 05_safety_probe.sql) on the
 -- embeddings of a batch: what the rules miss when an attack is worded
 -- otherwise or in another language, the probe reads from what the text
 -- means. Only vectors of the model the probe was trained for, and of its
--- dimension; no probe for p_model (or no model): nothing flagged.
-create or replace function pgmem._detect_injection_probe(p_model text, p_embeddings public.vector[])
+-- dimension, and texts of the probe's least length: a short text says too
+-- little for it, and is left to the rules. No probe for p_model (or no
+-- model): nothing flagged.
+drop function if exists pgmem._detect_injection_probe(text, public.vector[]);
+create or replace function pgmem._detect_injection_probe(p_model text, p_embeddings public.vector[],
+                                                         p_contents text[])
 returns table(item integer, rule text)
 language sql
 immutable parallel safe
@@ -270,13 +292,14 @@ as $$
     cross join pg_catalog.unnest(p_embeddings) with ordinality as e(embedding, i)
     where e.embedding is not null
       and public.vector_dims(e.embedding) operator(pg_catalog.=) public.vector_dims(p.weights)
+      and pgmem._probe_length(p_contents[e.i]) operator(pg_catalog.>=) p.min_length
       -- bias + embedding·weights, the logit (<#> is the negative inner product)
       and p.bias operator(pg_catalog.-) (e.embedding operator(public.<#>) p.weights)
           operator(pg_catalog.>=) p.cutoff
 $$;
 
-comment on function pgmem._detect_injection_probe(text, public.vector[]) is
-    'For each embedding of p_embeddings (of model p_model) that the model''s injection probe (pgmem._injection_probe) scores at or above its cut-off: its position and the rule embedding_probe (internal; pgmem._check_texts).';
+comment on function pgmem._detect_injection_probe(text, public.vector[], text[]) is
+    'For each embedding of p_embeddings (of model p_model) whose text in p_contents is long enough (pgmem._probe_length) and that the model''s injection probe (pgmem._injection_probe) scores at or above its cut-off: its position and the rule embedding_probe (internal; pgmem._check_texts).';
 
 create or replace function pgmem.detect_injection(p_content text)
 returns text

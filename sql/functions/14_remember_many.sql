@@ -194,7 +194,10 @@ begin
                                  v_now);
 
     -- Checked and redacted once (pgmem._vouch, 70_guards.sql), the triple
-    -- objects with them.
+    -- objects with them. The injection probe reads what was said: the
+    -- vectors of the items no other item of the batch was extracted from
+    -- (a fact derived_from its stated turn is the extractor's rewording,
+    -- judged with that turn below).
     select pg_catalog.array_agg(r.item order by r.item) filter (where r.rule is not null),
            pg_catalog.array_agg(r.rule order by r.item) filter (where r.rule is not null),
            pg_catalog.array_agg(r.content order by r.item),
@@ -205,13 +208,36 @@ begin
                select k from pg_catalog.unnest(o.kinds) as k where not k = any (r.kinds)), ',') order by r.item),
            pg_catalog.array_agg(o.object order by r.item)
     into v_rejected, v_rules, v_contents, v_terms, v_marks, v_redacted, v_objects
-    from pgmem._vouch(v_contents, v_embeddings, pgmem._write_model(v_settings)) as r
+    from pgmem._vouch(v_contents,
+                      array(select case when pg_catalog.jsonb_typeof(e.v -> 'derived_from') = 'array'
+                                             and pg_catalog.jsonb_array_length(e.v -> 'derived_from') > 0
+                                        then null else x.embedding end
+                            from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
+                            join pg_catalog.unnest(v_embeddings) with ordinality as x(embedding, i) on x.i = e.i
+                            order by e.i),
+                      pgmem._write_model(v_settings)) as r
     join pgmem._redact_objects(
              array(select e.v ->> 'triple_predicate'
                    from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i) order by e.i),
              array(select e.v ->> 'triple_object'
                    from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i) order by e.i)) as o
       on o.item = r.item;
+    v_rejected := coalesce(v_rejected, '{}');
+    -- A fact extracted from a text the probe rejected is that text's, whatever
+    -- its own wording: rejected with it. (A rule names the clause it matched;
+    -- the facts of the text's other clauses meet the rules on their own.)
+    select v_rejected || pg_catalog.array_agg(d.item order by d.item),
+           v_rules || pg_catalog.array_agg(d.rule order by d.item)
+    into v_rejected, v_rules
+    from (select distinct on (e.i) e.i::integer as item,
+                 v_rules[pg_catalog.array_position(v_rejected, s.item::integer)] as rule
+          from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
+          cross join lateral pg_catalog.jsonb_array_elements_text(
+              case when pg_catalog.jsonb_typeof(e.v -> 'derived_from') = 'array'
+                   then e.v -> 'derived_from' else '[]' end) as s(item)
+          where v_rules[pg_catalog.array_position(v_rejected, s.item::integer)] = 'embedding_probe'
+            and not e.i::integer = any (v_rejected)
+          order by e.i, s.item::integer) as d;
     v_rejected := coalesce(v_rejected, '{}');
 
     -- The batch as rows. Items that meet nothing else of the batch (no

@@ -175,7 +175,7 @@ begin
            case when x.rule is null then pgmem._conflict_marks(r.content) end
     from pgmem._redact_many(p_contents) as r
     left join pgmem._detect_injection_many(p_contents) as d on d.item = r.item
-    left join pgmem._detect_injection_probe(p_model, p_embeddings) as q on q.item = r.item
+    left join pgmem._detect_injection_probe(p_model, p_embeddings, p_contents) as q on q.item = r.item
     cross join lateral (select coalesce(d.rule, q.rule) as rule) as x;
 end
 $$;
