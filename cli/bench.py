@@ -520,6 +520,18 @@ def real_rows(r: bench_real.RealPointResult) -> list[tuple[str, str, str, str]]:
             f"{x('insert_single_p50')} / {x('insert_single_p95')}",
         ),
         (
+            "episodes, batched (stated turns/s)",
+            f"{p.episode_many_per_s:,.0f}",
+            f"{b.episode_many_per_s:,.0f}",
+            x("episode_many_per_s"),
+        ),
+        (
+            "one episode p50 / p95, server-side (ms)",
+            f"{p.episode_single_ms.p50:.2f} / {p.episode_single_ms.p95:.2f}",
+            f"{b.episode_single_ms.p50:.2f} / {b.episode_single_ms.p95:.2f}",
+            x("episode_single_p50"),
+        ),
+        (
             "bytes / memory (table + indexes + decay)",
             f"{p.bytes_per_memory:,.0f}",
             f"{b.bytes_per_memory:,.0f}",
@@ -530,6 +542,7 @@ def real_rows(r: bench_real.RealPointResult) -> list[tuple[str, str, str, str]]:
 
 def _real_notes(r: bench_real.RealPointResult) -> str:
     actions = ", ".join(f"{n:,} {a}" for a, n in sorted(r.remember_actions.items()))
+    episodes = ", ".join(f"{n:,} {a}" for a, n in sorted(r.episode_actions.items()))
     decay = (
         f"decay first pass {r.decay_first_s:.1f} s ({r.decayed_first:,} rows) + archive "
         f"{r.archive_first_s:.1f} s; hourly {r.decay_hourly_s:.2f} s ({r.decayed_hourly:,}) + "
@@ -545,7 +558,8 @@ def _real_notes(r: bench_real.RealPointResult) -> str:
         f"table {r.table_bytes_per_memory:,.0f} + indexes "
         f"{r.index_bytes_per_memory:,.0f} + memory_decay {r.decay_bytes_per_memory:,.0f} B/memory; "
         f"events {r.event_bytes_per_event:,.0f} B/event ({r.event_bytes_per_memory:,.0f} "
-        f"B/memory), inbox {r.inbox_bytes:,} B; remember_many: {actions}; {decay}; "
+        f"B/memory), inbox {r.inbox_bytes:,} B; remember_many: {actions}; episodes: {episodes}; "
+        f"{decay}; "
         f"load {r.load_s:.0f} s + indexes {r.index_s:.0f} s; load average {before} -> {after}"
     )
 

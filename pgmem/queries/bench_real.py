@@ -116,6 +116,20 @@ from pgmem.remember(p_subject => %(subject)s, p_content => %(content)s,
                     p_embedding => %(embedding)s::real[], p_kind => 'episodic',
                     p_source => 'import') as r
 """
+# A stated turn as the worker stores it: the episode facts are derived from
+# (source 'turn': only an exact repeat matches it), in its session.
+REMEMBER_EPISODE_EXPLAIN: Final = """
+explain (analyze, timing off, summary on, format json)
+select r.action
+from pgmem.remember(p_subject => %(subject)s, p_content => %(content)s,
+                    p_embedding => %(embedding)s::real[], p_kind => 'episodic',
+                    p_source => 'turn', p_session_id => %(session_id)s) as r
+"""
+BASELINE_INSERT_EXPLAIN: Final = """
+explain (analyze, timing off, summary on, format json)
+insert into public.baseline_memories (tenant, subject, content, embedding)
+values (%(tenant)s, %(subject)s, %(content)s, %(embedding)s::public.vector)
+"""
 BASELINE_INSERT: Final = """
 insert into public.baseline_memories (tenant, subject, content, embedding)
 values (%(tenant)s, %(subject)s, %(content)s, %(embedding)s::public.vector)

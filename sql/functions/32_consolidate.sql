@@ -83,6 +83,8 @@ declare
     v_fact record;
     v_entities text[];
     v_used bigint;
+    v_candidates bigint[];
+    v_barred bigint[];
     v_added integer;
     v_total integer := 0;
 begin
@@ -115,24 +117,45 @@ begin
                   + (select pg_catalog.count(*) from pgmem.memory_links as l
                      where l.tenant_id = p_tenant and l.to_id = v_id
                        and l.link_type in ('same_session', 'same_entity'));
+        continue when v_used >= v_max;
+        -- The possible candidates, then what bars one: a link with the new
+        -- fact already, or no room left. Each is one read for all candidates
+        -- (a key list on each of memory_links' two indexes), not a read per
+        -- candidate, each of which would start a scan under the tenant policy.
+        -- The session's rows and the subject's triple facts each through
+        -- an index of their own (memories_session, memories_triple), not the
+        -- subject's every row.
+        v_candidates := array(
+            select m.memory_id
+            from pgmem.memories as m
+            where m.tenant_id = p_tenant and m.subject = v_fact.subject and m.status = 'active'
+              and m.session_id = v_fact.session_id and m.memory_id <> v_id
+            union
+            select m.memory_id
+            from pgmem.memories as m
+            where v_fact.triple_predicate is not null
+              and m.tenant_id = p_tenant and m.subject = v_fact.subject and m.status = 'active'
+              and m.triple_predicate is not null and m.memory_id <> v_id);
+        continue when pg_catalog.cardinality(v_candidates) = 0;
+        v_barred := array(
+            select l.id
+            from (select l.from_id as id, l.to_id as other, l.link_type
+                  from pgmem.memory_links as l
+                  where l.tenant_id = p_tenant and l.from_id = any (v_candidates)
+                  union all
+                  select l.to_id, l.from_id, l.link_type
+                  from pgmem.memory_links as l
+                  where l.tenant_id = p_tenant and l.to_id = any (v_candidates)) as l
+            group by l.id
+            having pg_catalog.bool_or(l.other = v_id)
+                or pg_catalog.count(*) filter (where l.link_type in ('same_session', 'same_entity')) >= v_max);
         insert into pgmem.memory_links (tenant_id, from_id, to_id, link_type, weight, created_at)
         select p_tenant, v_id, c.memory_id, c.link_type, c.weight, p_now
         from (
             select m.memory_id, f.link_type,
                    least(1, case when f.link_type = 'same_entity' then 0.5 + 0.5 * coalesce(f.sim, 0.5)
                                             else greatest(0.05, coalesce(f.sim, 0.5)) end)::real as weight
-            from (
-                -- The possible candidates first (a fence: the link counts
-                -- below are read for these rows only, not for the subject).
-                select m.memory_id, m.session_id, m.embedding, m.triple_subject, m.triple_predicate,
-                       m.triple_object
-                from pgmem.memories as m
-                where m.tenant_id = p_tenant and m.subject = v_fact.subject and m.status = 'active'
-                  and m.memory_id <> v_id
-                  and ((v_fact.session_id is not null and m.session_id = v_fact.session_id)
-                       or (v_fact.triple_predicate is not null and m.triple_predicate is not null))
-                offset 0
-            ) as m
+            from pgmem.memories as m
             cross join lateral (
                 select case when v_fact.triple_predicate is not null and m.triple_predicate is not null
                                  and v_entities
@@ -146,22 +169,12 @@ begin
                        case when (v_fact.embedding operator(public.<=>) m.embedding) <> 'NaN'::double precision
                             then greatest(0, 1 - (v_fact.embedding operator(public.<=>) m.embedding)) end as sim
             ) as f
-            where f.link_type is not null
-              -- Equalities on the keys of memory_links' two indexes (no OR), so
-              -- that even a plan made while the table was small uses them.
-              and not exists (select from pgmem.memory_links as l
-                              where l.tenant_id = p_tenant and l.from_id = v_id and l.to_id = m.memory_id)
-              and not exists (select from pgmem.memory_links as l
-                              where l.tenant_id = p_tenant and l.from_id = m.memory_id and l.to_id = v_id)
-              and (select pg_catalog.count(*) from pgmem.memory_links as l
-                   where l.tenant_id = p_tenant and l.from_id = m.memory_id
-                     and l.link_type in ('same_session', 'same_entity'))
-                  + (select pg_catalog.count(*) from pgmem.memory_links as l
-                     where l.tenant_id = p_tenant and l.to_id = m.memory_id
-                       and l.link_type in ('same_session', 'same_entity')) < v_max
+            where m.tenant_id = p_tenant and m.memory_id = any (v_candidates)
+              and not m.memory_id = any (v_barred)
+              and f.link_type is not null
         ) as c
         order by c.weight desc, c.memory_id desc
-        limit greatest(0, v_max - v_used)
+        limit v_max - v_used
         on conflict do nothing;
         get diagnostics v_added = row_count;
         v_total := v_total + v_added;
