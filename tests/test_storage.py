@@ -138,6 +138,53 @@ def test_only_subjects_over_the_exact_scan_limit_enter_the_hnsw_index(
     assert hnsw_scans(admin, t.conn) == scans + 2
 
 
+def test_stated_turns_cross_the_limit_without_a_count_at_every_write(
+    db: Db, new_tenant: Callable[[], Tenant]
+) -> None:
+    """A stated turn's write reads no neighbours, so nothing counted its subject for
+    it: the subject's last count, and the ids drawn since, bound it instead. It is
+    counted again only when that bound reaches the limit, flagged on the write that
+    crosses it, and a restored row (an old id active again) clears the count."""
+    t = new_tenant()
+    admin = db.admin
+    admin.execute("update pgmem.settings set exact_scan_limit = 40 where tenant_id = %s", (t.name,))
+    rng = random.Random(21)
+
+    def say(subject: str, n: int) -> int:
+        (memory_id,) = t.conn.execute(
+            "select memory_id from pgmem.remember(%s, %s, %s::real[], p_kind => 'episodic',"
+            " p_source => 'turn', p_session_id => 's1')",
+            (subject, f"{subject} said thing {n}", unit(rng)),
+        ).fetchone()
+        return int(memory_id)
+
+    def counted(subject: str) -> tuple[int | None, int | None]:
+        return admin.execute(
+            "select rows_counted, rows_counted_at from pgmem.subjects"
+            " where tenant_id = %s and subject = %s",
+            (t.name, subject),
+        ).fetchone()
+
+    first = say("carol", 0)
+    assert counted("carol") == (1, first)
+    for n in range(1, 40):
+        say("carol", n)
+    # 40 rows: the limit itself, and the first count still bounds it (1 + 39 ids).
+    assert counted("carol") == (1, first)
+    assert flags(admin, t.name, "carol") == (False, [False])
+    say("carol", 40)
+    assert flags(admin, t.name, "carol") == (True, [True])
+
+    kept = say("dave", 0)
+    say("dave", 1)
+    assert counted("dave") == (1, kept)
+    admin.execute("update pgmem.memories set status = 'archived' where memory_id = %s", (kept,))
+    t.conn.execute("select pgmem.restore(%s)", (kept,))
+    assert counted("dave") == (None, kept)
+    say("dave", 2)
+    assert counted("dave")[0] == 3  # counted again: the restored row and two more
+
+
 def content(admin: psycopg.Connection, memory_id: int) -> str:
     return admin.execute(
         "select content from pgmem.memories where memory_id = %s", (memory_id,)

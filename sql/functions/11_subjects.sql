@@ -56,7 +56,8 @@ comment on function pgmem._lock_subjects(text, text[], timestamptz) is
 -- of at most settings.exact_scan_limit active memories exactly, so an index
 -- entry for its rows would cost every write and serve no read. After a
 -- write inserts active rows, the subjects it touched that are not in the
--- index yet are counted (up to the limit + 1, an index-only scan); one that
+-- index yet are counted (up to the limit + 1, an index-only scan) unless
+-- their last count bounds them below the limit; one that
 -- crossed the limit is flagged (pgmem.subjects.ann) and all its rows enter
 -- the index (pgmem.memories.ann; rows inserted later copy the flag). The
 -- flag is never cleared: a subject that shrinks keeps its entries, and
@@ -70,22 +71,39 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_subject text;
+    v_subject record;
     v_rows bigint;
+    v_newest bigint;
     v_crossed text[] := '{}';
 begin
     -- One simple statement per step, each naming the tenant: Citus routes
     -- every one of them to the tenant's shard (docs/scaling.md).
+    -- A subject gains active rows by new memory ids: one counted with n rows
+    -- when the tenant's newest id was c holds at most n + (newest - c) now,
+    -- and is not counted again while that stays within the limit. (A restore
+    -- makes an old row active again: it clears the count.)
+    select m.memory_id into v_newest
+    from pgmem.memories as m
+    where m.tenant_id = p_tenant
+    order by m.memory_id desc
+    limit 1;
     for v_subject in
-        select s.subject from pgmem.subjects as s
+        select s.subject, s.rows_counted, s.rows_counted_at from pgmem.subjects as s
         where s.tenant_id = p_tenant and (p_subjects is null or s.subject = any (p_subjects)) and not s.ann
     loop
+        continue when v_subject.rows_counted_at <= v_newest
+                      and v_subject.rows_counted + (v_newest - v_subject.rows_counted_at)
+                          <= p_settings.exact_scan_limit;
         select pg_catalog.count(*) into v_rows
         from (select from pgmem.memories as m
-              where m.tenant_id = p_tenant and m.subject = v_subject and m.status = 'active'
+              where m.tenant_id = p_tenant and m.subject = v_subject.subject and m.status = 'active'
               limit p_settings.exact_scan_limit + 1) as c;
         if v_rows > p_settings.exact_scan_limit then
-            v_crossed := v_crossed || v_subject;
+            v_crossed := v_crossed || v_subject.subject;
+        else
+            update pgmem.subjects as s
+            set rows_counted = v_rows, rows_counted_at = v_newest
+            where s.tenant_id = p_tenant and s.subject = v_subject.subject;
         end if;
     end loop;
     if v_crossed <> '{}' then

@@ -474,6 +474,10 @@ begin
     where m.tenant_id = v_memory.tenant_id and m.memory_id = v_memory.memory_id
     returning m.* into v_memory;
     perform pgmem._set_effective_importance(v_memory.tenant_id, v_memory.memory_id, v_memory.importance, p_now);
+    -- An old id active again: the subject's last count no longer bounds it.
+    update pgmem.subjects as s
+    set rows_counted = null
+    where s.tenant_id = v_memory.tenant_id and s.subject = v_memory.subject;
     insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
     values (v_memory.tenant_id, v_memory.memory_id, v_memory.subject, 'restore',
             pg_catalog.jsonb_build_object('from', 'archived', 'expiry_cleared', v_expired), p_now);
