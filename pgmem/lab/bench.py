@@ -75,12 +75,12 @@ NOISE_POOL = 4096
 NOISE = 0.045
 SEED = 0.42
 
-# The targets docs/benchmarks.md reports against, at 1M memories.
-TARGET_RECALL_P95_MS = 20.0
-TARGET_RECALL_AT_10 = 0.98
-TARGET_REMEMBER_PER_S = 2_000.0
+# The targets docs/benchmarks.md reports against, at every scale up to 1M memories.
+TARGET_RECALL_P95_MS = 10.0
+TARGET_RECALL_AT_10 = 1.0  # the same ids as scoring every active memory of the subject
+TARGET_REMEMBER_PER_S = 500.0  # remember_many of facts, batched
 TARGET_MAINTENANCE_S = 10.0
-TARGET_RECALL_VS_BASELINE_P95 = 2.0  # recall p95 <= 2x the baseline's exact scan
+TARGET_RECALL_VS_BASELINE_P95 = 1.5  # recall p95 <= 1.5x the baseline's exact scan
 TARGET_BYTES_PER_MEMORY = 3_072.0  # table + indexes, 384-d
 
 
@@ -192,12 +192,12 @@ class PointResult:
         measured = self.maintenance_measured
         vs_baseline = self.ratios()["recall_p95"]
         return {
-            "recall p95 <= 20 ms": self.recall_ms.p95 <= TARGET_RECALL_P95_MS,
-            "recall p95 <= 2x baseline": (
+            "recall p95 <= 10 ms": self.recall_ms.p95 <= TARGET_RECALL_P95_MS,
+            "recall p95 <= 1.5x baseline": (
                 None if vs_baseline is None else vs_baseline <= TARGET_RECALL_VS_BASELINE_P95
             ),
-            "recall@10 >= 0.98": self.recall_at_10 >= TARGET_RECALL_AT_10,
-            "remember >= 2,000/s": self.remember_per_s >= TARGET_REMEMBER_PER_S,
+            "recall@10 = 1.000": self.recall_at_10 >= TARGET_RECALL_AT_10,
+            "remember >= 500/s": self.remember_per_s >= TARGET_REMEMBER_PER_S,
             "bytes/memory <= 3 KB (table + indexes)": (
                 self.bytes_per_memory <= TARGET_BYTES_PER_MEMORY
             ),
