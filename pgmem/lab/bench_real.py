@@ -485,16 +485,7 @@ def run_point(
     say(f"{label}: batched writes ({len(many):,} memories, batches of {batch})")
     actions: dict[str, int] = {}
     with tenant_connection(dsn, TENANT) as conn:
-        started = time.perf_counter()
-        for i in range(0, len(many), batch):
-            items = [_item(w) for w in many[i : i + batch]]
-            for row in conn.execute(SQ.REMEMBER_MANY, {"items": Jsonb(items)}):
-                actions[row["action"]] = actions.get(row["action"], 0) + int(row["n"])
-        pgmem_many_s = time.perf_counter() - started
-        started = time.perf_counter()
-        for i in range(0, len(many), batch):
-            conn.execute(Q.BASELINE_INSERT_MANY, _baseline_batch(many[i : i + batch]))
-        baseline_many_s = time.perf_counter() - started
+        pgmem_many_s, baseline_many_s = _batched(conn, [_item(w) for w in many], batch, actions)
 
         say(f"{label}: single writes ({len(single)} each, one per transaction)")
         pgmem_single = [_timed(conn, Q.REMEMBER, w) for w in single]
@@ -502,18 +493,9 @@ def run_point(
 
         say(f"{label}: episodes ({len(episodes):,} stated turns, batches of {batch})")
         episode_actions: dict[str, int] = {}
-        started = time.perf_counter()
-        for i in range(0, len(episodes), batch):
-            items = [_item_of(w) for w in episodes[i : i + batch]]
-            for row in conn.execute(SQ.REMEMBER_MANY, {"items": Jsonb(items)}):
-                episode_actions[row["action"]] = episode_actions.get(row["action"], 0) + int(
-                    row["n"]
-                )
-        pgmem_episodes_s = time.perf_counter() - started
-        started = time.perf_counter()
-        for i in range(0, len(episodes), batch):
-            conn.execute(Q.BASELINE_INSERT_MANY, _baseline_batch(episodes[i : i + batch]))
-        baseline_episodes_s = time.perf_counter() - started
+        pgmem_episodes_s, baseline_episodes_s = _batched(
+            conn, [_item_of(w) for w in episodes], batch, episode_actions
+        )
         say(f"{label}: single episodes ({len(episode_single)} each, server-side)")
         pgmem_episode = [explain_ms(conn, Q.REMEMBER_EPISODE_EXPLAIN, w) for w in episode_single]
         baseline_episode = [
@@ -708,6 +690,26 @@ def _stated(writes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return turns
+
+
+def _batched(
+    conn: psycopg.Connection[Any],
+    items: Sequence[dict[str, Any]],
+    batch: int,
+    actions: dict[str, int],
+) -> tuple[float, float]:
+    """Seconds to store ``items`` through remember_many, then the same rows through the
+    baseline's multi-row INSERT, in batches of ``batch``; remember_many's actions are
+    counted into ``actions``."""
+    started = time.perf_counter()
+    for i in range(0, len(items), batch):
+        for row in conn.execute(SQ.REMEMBER_MANY, {"items": Jsonb(list(items[i : i + batch]))}):
+            actions[row["action"]] = actions.get(row["action"], 0) + int(row["n"])
+    pgmem_s = time.perf_counter() - started
+    started = time.perf_counter()
+    for i in range(0, len(items), batch):
+        conn.execute(Q.BASELINE_INSERT_MANY, _baseline_batch(items[i : i + batch]))
+    return pgmem_s, time.perf_counter() - started
 
 
 def _baseline_batch(writes: Sequence[dict[str, Any]]) -> dict[str, Any]:
