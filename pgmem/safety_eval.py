@@ -33,6 +33,7 @@ from typing import Any, Final
 import psycopg
 
 from pgmem.embed import Embedder
+from pgmem.lab.eval import vector_text
 from pgmem.queries.safety import SAFETY_RULES_EXPORT, SAFETY_VERDICTS
 
 __all__ = [
@@ -169,9 +170,7 @@ def measure(
         {
             "texts": texts,
             "secrets": [c.secret for c in cases],
-            "embeddings": None
-            if vectors is None
-            else [f"[{','.join(map(str, v))}]" for v in vectors],
+            "embeddings": None if vectors is None else [vector_text(v) for v in vectors],
             "model": None if embedder is None else embedder.model,
         },
     ).fetchall()

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 __all__ = [
+    "CJK",
     "INJECTION_PATTERNS",
     "RULES_FILE",
     "injection_reason",
@@ -45,7 +46,9 @@ _BASE64_RUN: Final = re.compile(r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{16,})=*")
 # tests there).
 _PERCENT: Final = re.compile(r"%[0-9A-Fa-f]{2}")
 _LATIN: Final = re.compile(r"[A-Za-z]")
-_CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+# Kana, hanzi and hangul, the class the SQL safety functions use (the probe's length
+# gate, pgmem._probe_length, counts these).
+CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,7 @@ def _views(text: str, rules: _Rules) -> list[str]:
         rotated = _apply(rules.folds["rot13"], stored)
         if rules.decoded.search(rotated):
             sources.append(rotated)
-        if not _CJK.search(stored):
+        if not CJK.search(stored):
             if rules.decoded.search(stored[::-1]):
                 sources.append(stored[::-1])
             # Each word reversed in its place, split on the space alone as there.

@@ -27,13 +27,13 @@ trained on.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from pgmem.embed import Embedder
+from pgmem.extract.safety import CJK
 from pgmem.lab import eval as ev
 from pgmem.queries import safety as Q
 from pgmem.safety_eval import CORPUS, Case, load_corpus
@@ -69,7 +69,6 @@ MAX_EVERYDAY_FP: Final = 0.0005
 # development corpus only one injection the rules miss is shorter. Rules read every
 # text; pgmem._probe_length is this measure in SQL.
 MIN_LENGTH: Final = 40
-_CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 # Cut-offs tried, as probabilities; the lowest one within both bounds is taken.
 CUTOFFS: Final = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99)
 FOLDS: Final = 5
@@ -142,7 +141,7 @@ def everyday_turns(locomo: Path | str) -> list[str]:
 
 def probe_length(text: str) -> int:
     """A text's length as the probe's gate measures it: characters, a CJK one as four."""
-    return len(text) + 3 * len(_CJK.findall(text))
+    return len(text) + 3 * len(CJK.findall(text))
 
 
 def _score(beta: np.ndarray, x: np.ndarray) -> np.ndarray:

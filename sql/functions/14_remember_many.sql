@@ -226,18 +226,15 @@ begin
     -- A fact extracted from a text the probe rejected is that text's, whatever
     -- its own wording: rejected with it. (A rule names the clause it matched;
     -- the facts of the text's other clauses meet the rules on their own.)
-    select v_rejected || pg_catalog.array_agg(d.item order by d.item),
-           v_rules || pg_catalog.array_agg(d.rule order by d.item)
+    select v_rejected || pg_catalog.array_agg(e.i::integer order by e.i),
+           v_rules || pg_catalog.array_agg('embedding_probe'::text order by e.i)
     into v_rejected, v_rules
-    from (select distinct on (e.i) e.i::integer as item,
-                 v_rules[pg_catalog.array_position(v_rejected, s.item::integer)] as rule
-          from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
-          cross join lateral pg_catalog.jsonb_array_elements_text(
-              case when pg_catalog.jsonb_typeof(e.v -> 'derived_from') = 'array'
-                   then e.v -> 'derived_from' else '[]' end) as s(item)
-          where v_rules[pg_catalog.array_position(v_rejected, s.item::integer)] = 'embedding_probe'
-            and not e.i::integer = any (v_rejected)
-          order by e.i, s.item::integer) as d;
+    from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
+    where not e.i::integer = any (v_rejected)
+      and exists (select from pg_catalog.jsonb_array_elements_text(
+                                 case when pg_catalog.jsonb_typeof(e.v -> 'derived_from') = 'array'
+                                      then e.v -> 'derived_from' else '[]' end) as s(item)
+                  where v_rules[pg_catalog.array_position(v_rejected, s.item::integer)] = 'embedding_probe');
     v_rejected := coalesce(v_rejected, '{}');
 
     -- The batch as rows. Items that meet nothing else of the batch (no
