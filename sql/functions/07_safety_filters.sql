@@ -236,7 +236,7 @@ begin
     for v_r in 1 .. coalesce(pg_catalog.cardinality(v_patterns), 0) loop
         for v_k in 1 .. pg_catalog.cardinality(v_texts) loop
             if v_found[v_items[v_k]] is null
-               and pgmem._gate_open(v_gates, v_r, v_lowers[v_k], v_digits[v_k])
+               and pgmem._gate_open(v_gates[v_r], v_lowers[v_k], v_digits[v_k])
                and v_texts[v_k] OPERATOR(pg_catalog.~*) v_patterns[v_r] then
                 v_found[v_items[v_k]] := v_rules[v_r];
             end if;
@@ -451,7 +451,7 @@ begin
             for v_r in 1 .. v_n loop
                 -- A text failing the rule's gate cannot match: its expression
                 -- is not even compiled.
-                continue when not pgmem._gate_open(v_gates, v_r, v_lower, v_digits);
+                continue when not pgmem._gate_open(v_gates[v_r], v_lower, v_digits);
                 if not v_luhn[v_r] then
                     v_new := pg_catalog.regexp_replace(content, v_patterns[v_r], v_replacements[v_r], v_flags[v_r]);
                 elsif (case when pg_catalog.strpos(v_flags[v_r], 'i') > 0 then content OPERATOR(pg_catalog.~*) v_patterns[v_r]
