@@ -67,6 +67,8 @@ declare
     v_dead boolean[] := array[false];  -- a finished branch had no set
     v_min integer[] := array[null];    -- least digits of the finished branches
     v_look boolean[] := array[false];  -- a lookaround: matches nothing itself
+    v_ahead boolean[] := array[false]; -- a positive one: the text holds what it reads
+    v_floor integer[] := array[0];     -- digits a positive lookaround of the branch read
     v_top integer := 1;
     -- The pattern's characters: indexing text by position would scan it
     -- from the start each time.
@@ -99,14 +101,15 @@ begin
             v_top := v_top + 1;
             v_best[v_top] := null; v_digits[v_top] := 0; v_run[v_top] := ''; v_union[v_top] := '';
             v_dead[v_top] := false; v_min[v_top] := null; v_look[v_top] := false;
+            v_ahead[v_top] := false; v_floor[v_top] := 0;
             if v_chars[v_i + 1] = '?' then
                 v_e := v_chars[v_i + 2];
                 if v_e = ':' then
                     v_i := v_i + 2;
                 elsif v_e in ('=', '!') then
-                    v_look[v_top] := true; v_i := v_i + 2;
+                    v_look[v_top] := true; v_ahead[v_top] := v_e = '='; v_i := v_i + 2;
                 elsif v_e = '<' and v_chars[v_i + 3] in ('=', '!') then
-                    v_look[v_top] := true; v_i := v_i + 3;
+                    v_look[v_top] := true; v_ahead[v_top] := v_chars[v_i + 3] = '='; v_i := v_i + 3;
                 else
                     likes := null; return;  -- embedded options or unknown syntax
                 end if;
@@ -121,8 +124,11 @@ begin
             else
                 v_union[v_top] := v_union[v_top] || v_sep || v_best[v_top];
             end if;
-            v_min[v_top] := least(v_min[v_top], v_digits[v_top]);
-            v_best[v_top] := null; v_digits[v_top] := 0;
+            -- A positive lookaround reads the text the branch matches in, so
+            -- its digits are the text's too, but it may read the same ones
+            -- as the branch: the greater of the two, not their sum.
+            v_min[v_top] := least(v_min[v_top], greatest(v_digits[v_top], v_floor[v_top]));
+            v_best[v_top] := null; v_digits[v_top] := 0; v_floor[v_top] := 0;
             v_i := v_i + 1;
             if v_c = '|' then
                 continue;
@@ -136,6 +142,10 @@ begin
             end if;
             v_count := case when v_look[v_top] then 0 else v_min[v_top] end;
             v_top := v_top - 1;
+            -- (Unless a quantifier follows it, which could make it optional.)
+            if v_ahead[v_top + 1] and coalesce(v_chars[v_i], '') not in ('?', '*', '{') then
+                v_floor[v_top] := greatest(v_floor[v_top], v_min[v_top + 1]);
+            end if;
         elsif v_c = '[' then
             -- A bracket expression: one character of a set, a digit when
             -- the set holds ASCII digits only.
@@ -243,7 +253,7 @@ begin
     else
         v_union[1] := v_union[1] || v_sep || v_best[1];
     end if;
-    digits := least(v_min[1], v_digits[1]);
+    digits := least(v_min[1], greatest(v_digits[1], v_floor[1]));
     if not v_dead[1] then
         v_strings := pg_catalog.string_to_array(pg_catalog.ltrim(v_union[1], v_sep), v_sep);
         likes := array(select distinct '%' || pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(
