@@ -228,6 +228,13 @@ def test_safety_functions_are_immutable_and_for_the_app(admin: psycopg.Connectio
         ("ab+c", "", ["%ab%"], 0),  # a repeated one starts a new literal
         ("a{2,}b", "", ["%ab%"], 0),
         ("x(?=yy)z", "", ["%x%"], 0),  # lookaround requires nothing of its own
+        # ... but a positive one's digits are the text's: the greater of its and the branch's
+        ("(?=[a-z]*[0-9][a-z]*[0-9])[a-z0-9]{8}", "g", None, 2),
+        ("(?=[0-9]{2})[0-9]{3}", "g", None, 3),
+        ("(?<=[0-9]{2})ab", "g", ["%ab%"], 2),
+        ("(?![0-9]{3})ab", "g", ["%ab%"], 0),  # a negative one reads nothing the text holds
+        ("(?=[0-9]{3})?ab", "g", ["%ab%"], 0),  # an optional one neither
+        ("(?=[0-9]{2})ab|cd", "g", ["%ab%", "%cd%"], 0),  # its branch's, not the others'
         ("(?<![a-z])(foo|bar)baz?", "gi", ["%bar%", "%foo%"], 0),  # the more selective set
         ("Ab?C", "gi", ["%a%"], 0),  # lower-cased
         ("[0-9]{3}-[0-9]{4}", "g", ["%-%"], 7),  # ASCII digits counted
@@ -404,3 +411,32 @@ def test_ordinary_numbers_pass_few_secret_gates(admin: psycopg.Connection) -> No
         """
     ).fetchall()
     assert [r for (r,) in opened] == ["address", "phone", "random_token"]
+
+
+def test_a_name_without_digits_opens_no_national_id_gate(admin: psycopg.Connection) -> None:
+    """A national id holds digits: a sentence by Melanie (which holds "nie", one of
+    the rule's labels) and without any digit opens neither national_id gate, so a
+    batch of everyday turns does not compile that rule's costly expression."""
+    opened = admin.execute(
+        """
+        select r.rule
+        from (select r.rule, row_number() over (order by r.rule_order)::integer as n
+              from pgmem.safety_rules() as r where r.category = 'secret') as r
+        cross join (select 'Melanie: my national park card is in the car' as t) as t
+        where pgmem._gate_open((pgmem._safety_gates('secret'))[r.n], lower(t.t),
+                               pgmem._ascii_digits(t.t))
+        order by r.rule
+        """
+    ).fetchall()
+    assert not {"national_id", "national_id_before_label"} & {r for (r,) in opened}
+    # With the digits an id holds, the gate opens.
+    assert admin.execute(
+        """
+        select pgmem._gate_open((pgmem._safety_gates('secret'))[r.n], lower(v.t),
+                                pgmem._ascii_digits(v.t))
+        from (select row_number() over (order by rule_order)::integer as n, rule
+              from pgmem.safety_rules() where category = 'secret') as r,
+             (values ('Melanie: my national id is 12345678')) as v(t)
+        where r.rule = 'national_id'
+        """
+    ).fetchone() == (True,)
