@@ -82,6 +82,9 @@ begin
     -- when the tenant's newest id was c holds at most n + (newest - c) now,
     -- and is not counted again while that stays within the limit. (A restore
     -- makes an old row active again: it clears the count.)
+    if p_subjects = '{}' then
+        return 0;  -- a batch none of whose subjects can have crossed: nothing to read
+    end if;
     select m.memory_id into v_newest
     from pgmem.memories as m
     where m.tenant_id = p_tenant
