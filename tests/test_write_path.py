@@ -133,6 +133,44 @@ def test_a_batch_stores_the_features_its_checks_computed(acme: Tenant, db: Db) -
     assert "hunter2" not in features(db.admin, rows[1][2])[0]
 
 
+def test_stated_turns_and_store_items_hold_no_features(acme: Tenant, db: Db) -> None:
+    # No contradiction rule compares a stated turn or a store item, so none
+    # pays for features; the fact extracted from the turn still has its own.
+    rows = remember_many(
+        acme.conn,
+        [
+            {"content": "I don't live in Hangzhou any more", "source": "turn", "session_id": "s1"},
+            {"content": "Alice no longer lives in Hangzhou", "source": "rule", "derived_from": [1]},
+        ],
+        subject="alice",
+    )
+    turn_id, fact_id = rows[0][2], rows[1][2]
+    assert features(db.admin, turn_id)[:2] == (None, None)
+    terms, marks, computed_terms, computed_marks = features(db.admin, fact_id)
+    assert (terms, marks) == (computed_terms, computed_marks) and "negative" in marks
+    _, one_id, _, _ = remember(acme.conn, "alice", "Alice prefers dark mode now", source="turn")
+    assert features(db.admin, one_id)[:2] == (None, None)
+    # Given or not, by the owner or an app role: a turn holds none.
+    direct = acme.conn.execute(
+        "insert into pgmem.memories"
+        " (subject, kind, content, source, conflict_terms, conflict_marks)"
+        " values ('alice', 'episodic', 'Alice likes tea', 'turn', '{forged}', '{negative}')"
+        " returning memory_id"
+    ).fetchone()[0]
+    assert features(db.admin, direct)[:2] == (None, None)
+    (item,) = acme.conn.execute(
+        "select memory_id from pgmem.put_items('alice', %s)",
+        (json.dumps([{"key": "theme", "value": {"mode": "no longer dark"}}]),),
+    ).fetchall()
+    assert features(db.admin, item[0])[:2] == (None, None)
+    # The checks vouch for such a text without computing them.
+    vouched = acme.conn.execute(
+        "select terms, marks from pgmem._vouch(array['Alice no longer drinks coffee'],"
+        " p_features => array[false])"
+    ).fetchone()
+    assert vouched == (None, None)
+
+
 @pytest.mark.parametrize(
     ("old", "new", "rule"),
     [

@@ -133,9 +133,13 @@ begin
     -- What the contradiction rules read of it (13_conflict.sql), once: a new
     -- row the owner gives them for keeps them (pgmem._store_memories, with
     -- the features pgmem._vouch computed of that very text); any other
-    -- write gets them computed, whatever it gave.
-    if tg_op <> 'INSERT' or new.conflict_terms is null or new.conflict_marks is null
-       or not pgmem._bypasses_rls() then
+    -- write gets them computed, whatever it gave. A stated turn or a store
+    -- item holds none: the rules never compare one (pgmem._neighbours).
+    if new.source in ('turn', 'store') then
+        new.conflict_terms := null;
+        new.conflict_marks := null;
+    elsif tg_op <> 'INSERT' or new.conflict_terms is null or new.conflict_marks is null
+          or not pgmem._bypasses_rls() then
         new.conflict_terms := pgmem._conflict_terms(new.content);
         new.conflict_marks := pgmem._conflict_marks(new.content);
     end if;
@@ -144,7 +148,7 @@ end
 $$;
 
 comment on function pgmem._memories_text() is
-    'Row trigger on pgmem.memories: content_hash (a store item''s: its key''s), fts, conflict_terms and conflict_marks from the content, when a row is inserted or its content written; an INSERT by a superuser or BYPASSRLS role (pgmem._store_memories) that supplies both features keeps them (internal).';
+    'Row trigger on pgmem.memories: content_hash (a store item''s: its key''s), fts, conflict_terms and conflict_marks from the content (none for a stated turn or store item), when a row is inserted or its content written; an INSERT by a superuser or BYPASSRLS role (pgmem._store_memories) that supplies both features keeps them (internal).';
 
 create or replace function pgmem._tsquery_lexeme(p_lexeme text)
 returns text

@@ -88,16 +88,20 @@ begin
                                                                   check_conflicts, episodic, ordinal)
         ),
         -- The subject, read once. Rows stored before alembic 0012 hold no
-        -- features: their text is read. A single write's rows carry their
-        -- distance to it, not their vectors: ~0.6 ms less to keep and read
-        -- back at 1,000 rows.
+        -- features: their text is read (but a stated turn's or a store
+        -- item's, which hold none and meet no fact). A single write's rows
+        -- carry their distance to it, not their vectors: ~0.6 ms less to
+        -- keep and read back at 1,000 rows.
         subject_rows as materialized (
-            select m.memory_id, m.source in ('turn', 'store') as episode, m.kind = 'episodic' as episodic,
+            select m.memory_id, e.episode, m.kind = 'episodic' as episodic,
                    m.embedding OPERATOR(public.<=>) v_first as first_distance,
                    case when v_others then m.embedding end as embedding,
-                   coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)) as terms,
-                   coalesce(m.conflict_marks, pgmem._conflict_marks(m.content)) as marks
+                   case when not e.episode then coalesce(m.conflict_terms, pgmem._conflict_terms(m.content)) end
+                       as terms,
+                   case when not e.episode then coalesce(m.conflict_marks, pgmem._conflict_marks(m.content)) end
+                       as marks
             from pgmem.memories as m
+            cross join lateral (select m.source in ('turn', 'store') as episode) as e
             where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
         ),
         counted as (

@@ -215,7 +215,11 @@ begin
                             from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
                             join pg_catalog.unnest(v_embeddings) with ordinality as x(embedding, i) on x.i = e.i
                             order by e.i),
-                      pgmem._write_model(v_settings)) as r
+                      pgmem._write_model(v_settings),
+                      -- no contradiction features for a stated turn: no rule reads them
+                      array(select coalesce(e.v ->> 'source', 'sql') <> 'turn'
+                            from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
+                            order by e.i)) as r
     join pgmem._redact_objects(
              array(select e.v ->> 'triple_predicate'
                    from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i) order by e.i),

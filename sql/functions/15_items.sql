@@ -62,8 +62,6 @@ declare
     v_texts text[];
     v_rules text[];
     v_contents text[];
-    v_terms text[];
-    v_marks text[];
     v_ann boolean;
     v_keys constant text[] := array['key', 'value', 'content', 'embedding', 'ttl', 'index'];
 begin
@@ -163,12 +161,12 @@ begin
     -- for it has written nothing.
     perform pgmem._lock_subjects(v_tenant, array[p_subject], v_now);
 
-    -- Prompt injection and redaction, as any memory's text; the features as
-    -- text (arrays of ragged arrays do not exist).
-    select pg_catalog.array_agg(c.rule order by c.item), pg_catalog.array_agg(c.content order by c.item),
-           pg_catalog.array_agg(c.terms::text order by c.item), pg_catalog.array_agg(c.marks::text order by c.item)
-    into v_rules, v_contents, v_terms, v_marks
-    from pgmem._check_texts(v_texts) as c;
+    -- Prompt injection and redaction, as any memory's text; no contradiction
+    -- features: an item is an app's state, which no fact contradicts.
+    select pg_catalog.array_agg(c.rule order by c.item), pg_catalog.array_agg(c.content order by c.item)
+    into v_rules, v_contents
+    from pgmem._check_texts(v_texts, p_features => pg_catalog.array_fill(false, array[pg_catalog.cardinality(v_texts)]))
+         as c;
     select r.i, p_items -> (r.i::integer - 1) ->> 'key' as key, r.rule into v_bad
     from pg_catalog.unnest(v_rules) with ordinality as r(rule, i)
     where r.rule is not null
@@ -189,7 +187,6 @@ begin
                case when (e.v -> 'index') = 'false'::jsonb then null else v_embeddings[e.i] end as embedding,
                case when (e.v -> 'index') = 'false'::jsonb then '{"item": true, "index": false}'::jsonb
                     else '{"item": true}'::jsonb end as metadata,
-               v_terms[e.i]::text[] as terms, v_marks[e.i]::text[] as marks,
                pg_catalog.make_interval(secs => (e.v ->> 'ttl')::double precision * 60) as ttl
         from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
     ),
@@ -202,11 +199,10 @@ begin
     written as (
         insert into pgmem.memories as m (tenant_id, subject, kind, content, embedding, importance, source, metadata,
                                          item_key, item_value, item_ttl, expires_at, kept, valid_from,
-                                         status_changed_at, last_accessed_at, created_at, updated_at, ann,
-                                         conflict_terms, conflict_marks)
+                                         status_changed_at, last_accessed_at, created_at, updated_at, ann)
         select v_tenant, p_subject, 'semantic', c.content, c.embedding, v_settings.default_importance, 'store',
                c.metadata, c.key, c.value, c.ttl, v_now + c.ttl, true, v_now, v_now, v_now, v_now, v_now,
-               coalesce(v_ann, false), c.terms, c.marks
+               coalesce(v_ann, false)
         from items as c
         order by c.i
         on conflict (tenant_id, subject, content_hash) where status = 'active' do update
