@@ -66,6 +66,22 @@ immutable parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    -- A PIN's value after its lock, and in the sentence that names one: 4-8
+    -- digits that are not part of a longer number, nor a year up to 2039, a
+    -- time, an amount or a measure (the rules that name a PIN, and their CJK
+    -- twins).
+    v_pin_value_after_lock constant text :=
+        '(?!(19[0-9]{2}|20[0-3][0-9])(?![0-9]))[0-9]{4,8}(?![0-9]|[ .,:/-][0-9])'
+        || '(?!\s*(am|pm|a\.m|p\.m|h|hrs?|hours?|uhr|now|today|tonight|already|o''clock|sharp|€|\$|£|%|km|kg|lbs?|pounds|g|m|cm|mm|ft|feet|sq|qm|m2|gb|mb|tb|mah|inch(es)?|mins?|minutes|secs?|seconds|years?|jahre?|años|ans|euros?|dollars?|bucks|quid|yen|yuan|rmb|usd|eur|gbp|pesos|rupees'
+        || '|won|baht|kr|chf|rs|inr|a|per|each|every|people|steps|words|pages|times|calories|miles|meters|metres|square|grad|°|円|元|年|分|時|人)(?![a-z]))';
+    v_pin_value_in_sentence constant text :=
+        '(?<![0-9A-Za-z.,:/-])(?!(19[0-9]{2}|20[0-3][0-9])(?![0-9]))[0-9]{4,8}(?![0-9]|[.,:/-][0-9])'
+        || '(?!\s*(am|pm|a\.m|p\.m|h|hrs?|hours?|uhr|now|today|tonight|already|o''clock|sharp|€|\$|£|%|km|kg|lbs?|pounds|g|m|cm|mm|ft|feet|sq|qm|m2|gb|mb|tb|mah|inch(es)?|mins?|minutes|secs?|seconds|years?|jahre?|años|ans|euros?|dollars?|bucks|quid|yen|yuan|rmb|usd|eur|gbp|pesos|rupees'
+        || '|won|baht|kr|chf|rs|inr|a|per|each|every|people|steps|words|pages|times|presses|clicks|uses|calories|miles|meters|metres|square|grad|°|円|元|年|月|日|分|時|人|个|次|块|号)(?![a-z]))';
+    -- A national id number after its label (national_id and its CJK twin).
+    v_national_id_value constant text :=
+        '(?<![A-Za-z0-9])(?:[A-Za-z]{0,2} ?(?!(?:[0-9]{1,2}[./-][0-9]{1,2}[./-](?:[0-9]{4}|[0-9]{2})|[0-9]{4}[./-][0-9]{1,2}[./-][0-9]{1,2}|[0-9]{1,2}[./-][0-9]{4})(?![0-9]|[ ./-][0-9]))[0-9](?:[ ./-]?[0-9]){5,17}(?:[ -]?[A-Za-z](?=[\s,.;:)!?。，、]|$)|(?![A-Za-z0-9]))|(?=[A-Za-z0-9]{0,17}[0-9][A-Za-z0-9]{0,17}[0-9])(?=[A-Za-z0-9]{0,17}[A-Za-z])[A-Za-z0-9]{8,18}(?![A-Za-z0-9]))(?!\s*(?:€|\$|£|%|euros?|dollars?|pesos|yen|km|kg|元|円|年|人)(?![a-z]))';
 begin
     -- category 'prefilter': a cheap test every rule of that category needs
     -- to pass (a secret needs a digit, an @ or a key word; an injection one
@@ -596,9 +612,7 @@ begin
          || '|(?<![a-z])(set|changed?|reset|switched)\s+(the|my|our|his|her)\s+([a-z-]+\s+)?(safe|lock|padlock|pin|passcode|combination|combo|keypad|(alarm|door|gate|garage)\s+code)'
          || '(\s+code)?\s+(back\s+)?to\s+'
          || ')'
-         || '(?!(19[0-9]{2}|20[0-3][0-9])(?![0-9]))[0-9]{4,8}(?![0-9]|[ .,:/-][0-9])'
-         || '(?!\s*(am|pm|a\.m|p\.m|h|hrs?|hours?|uhr|now|today|tonight|already|o''clock|sharp|€|\$|£|%|km|kg|lbs?|pounds|g|m|cm|mm|ft|feet|sq|qm|m2|gb|mb|tb|mah|inch(es)?|mins?|minutes|secs?|seconds|years?|jahre?|años|ans|euros?|dollars?|bucks|quid|yen|yuan|rmb|usd|eur|gbp|pesos|rupees'
-         || '|won|baht|kr|chf|rs|inr|a|per|each|every|people|steps|words|pages|times|calories|miles|meters|metres|square|grad|°|円|元|年|分|時|人)(?![a-z]))',
+         || v_pin_value_after_lock,
          '\1[REDACTED:pin]', 'gi', false),
         -- The same in Chinese and Japanese, a rule of its own: its characters
         -- made the whole expression ~7 times as costly to compile (~40 ms),
@@ -606,9 +620,7 @@ begin
         (125, 'pin_nearby_cjk', 'secret', 'pin',
          '((ダイヤルロック|ダイヤル錠|南京錠|金庫|暗証|オートロック|キーボックス|ロック)[^0-9。！？\n]{0,10}(は|：|:|を)\s*'
          || '|(密码锁|门锁|保险箱|保险柜|门禁|密码箱|行李箱)[^0-9。！？\n]{0,10}(是|为|：|:|设成|改成|设为|改为|设成了|改成了)\s*)'
-         || '(?!(19[0-9]{2}|20[0-3][0-9])(?![0-9]))[0-9]{4,8}(?![0-9]|[ .,:/-][0-9])'
-         || '(?!\s*(am|pm|a\.m|p\.m|h|hrs?|hours?|uhr|now|today|tonight|already|o''clock|sharp|€|\$|£|%|km|kg|lbs?|pounds|g|m|cm|mm|ft|feet|sq|qm|m2|gb|mb|tb|mah|inch(es)?|mins?|minutes|secs?|seconds|years?|jahre?|años|ans|euros?|dollars?|bucks|quid|yen|yuan|rmb|usd|eur|gbp|pesos|rupees'
-         || '|won|baht|kr|chf|rs|inr|a|per|each|every|people|steps|words|pages|times|calories|miles|meters|metres|square|grad|°|円|元|年|分|時|人)(?![a-z]))',
+         || v_pin_value_after_lock,
          '\1[REDACTED:pin]', 'gi', false),
         -- A PIN anywhere in the sentence that names one: people say where
         -- the code is for and what it is in any order and with any words
@@ -622,21 +634,15 @@ begin
         (126, 'pin_in_sentence', 'secret', 'pin',
          '((?<![a-z])(pin|pins|pincode|pin-code|pin-nummer|passcode|pass\s+code|unlock\s+code|combination|combo|keypad|digicode|geheimzahl|nip)(?![a-z])'
          || '[^.!。！\n]{0,80}?)'
-         || '(?<![0-9A-Za-z.,:/-])(?!(19[0-9]{2}|20[0-3][0-9])(?![0-9]))[0-9]{4,8}(?![0-9]|[.,:/-][0-9])'
-         || '(?!\s*(am|pm|a\.m|p\.m|h|hrs?|hours?|uhr|now|today|tonight|already|o''clock|sharp|€|\$|£|%|km|kg|lbs?|pounds|g|m|cm|mm|ft|feet|sq|qm|m2|gb|mb|tb|mah|inch(es)?|mins?|minutes|secs?|seconds|years?|jahre?|años|ans|euros?|dollars?|bucks|quid|yen|yuan|rmb|usd|eur|gbp|pesos|rupees'
-         || '|won|baht|kr|chf|rs|inr|a|per|each|every|people|steps|words|pages|times|presses|clicks|uses|calories|miles|meters|metres|square|grad|°|円|元|年|月|日|分|時|人|个|次|块|号)(?![a-z]))',
+         || v_pin_value_in_sentence,
          '\1[REDACTED:pin]', 'gi', false),
         -- Its Chinese and Japanese words, a rule of their own (as pin_nearby_cjk).
         (127, 'pin_in_sentence_cjk', 'secret', 'pin',
          '((暗証番号|暗証|パスコード|暗码|密码|密碼|解锁码|门禁码|開鎖密碼)[^.!。！\n]{0,40}?)'
-         || '(?<![0-9A-Za-z.,:/-])(?!(19[0-9]{2}|20[0-3][0-9])(?![0-9]))[0-9]{4,8}(?![0-9]|[.,:/-][0-9])'
-         || '(?!\s*(am|pm|a\.m|p\.m|h|hrs?|hours?|uhr|now|today|tonight|already|o''clock|sharp|€|\$|£|%|km|kg|lbs?|pounds|g|m|cm|mm|ft|feet|sq|qm|m2|gb|mb|tb|mah|inch(es)?|mins?|minutes|secs?|seconds|years?|jahre?|años|ans|euros?|dollars?|bucks|quid|yen|yuan|rmb|usd|eur|gbp|pesos|rupees'
-         || '|won|baht|kr|chf|rs|inr|a|per|each|every|people|steps|words|pages|times|presses|clicks|uses|calories|miles|meters|metres|square|grad|°|円|元|年|月|日|分|時|人|个|次|块|号)(?![a-z]))',
+         || v_pin_value_in_sentence,
          '\1[REDACTED:pin]', 'gi', false),
         (128, 'pin_in_sentence_after', 'secret', 'pin',
-         '(?<![0-9A-Za-z.,:/-])(?!(19[0-9]{2}|20[0-3][0-9])(?![0-9]))[0-9]{4,8}(?![0-9]|[.,:/-][0-9])'
-         || '(?!\s*(am|pm|a\.m|p\.m|h|hrs?|hours?|uhr|now|today|tonight|already|o''clock|sharp|€|\$|£|%|km|kg|lbs?|pounds|g|m|cm|mm|ft|feet|sq|qm|m2|gb|mb|tb|mah|inch(es)?|mins?|minutes|secs?|seconds|years?|jahre?|años|ans|euros?|dollars?|bucks|quid|yen|yuan|rmb|usd|eur|gbp|pesos|rupees'
-         || '|won|baht|kr|chf|rs|inr|a|per|each|every|people|steps|words|pages|times|presses|clicks|uses|calories|miles|meters|metres|square|grad|°|円|元|年|月|日|分|時|人|个|次|块|号)(?![a-z]))'
+         v_pin_value_in_sentence
          || '([^.!?。！？\n0-9]{0,60}((?<![a-z])(pin|pincode|passcode|combination|combo|keypad|digicode|geheimzahl)(?![a-z])|暗証番号|暗証|パスコード|密码|密碼|解锁码|门禁码))',
          '[REDACTED:pin]\1', 'gi', false),
         (119, 'pin_before_label', 'secret', 'pin',
@@ -755,14 +761,14 @@ begin
          || '[^0-9\n.;。！？!?]{0,30}'
          || '|(?<![a-z])(nie|nir|nss)'
          || '((\s*-?\s*(number|nummer|no\.?|nr\.?|n°|nº|número|numéro|#))(\s*(:|：|=|is|es|ist|est|lautet))?|\s*(:|：|=|is|es|ist|est|lautet))\s*)'
-         || '(?<![A-Za-z0-9])(?:[A-Za-z]{0,2} ?(?!(?:[0-9]{1,2}[./-][0-9]{1,2}[./-](?:[0-9]{4}|[0-9]{2})|[0-9]{4}[./-][0-9]{1,2}[./-][0-9]{1,2}|[0-9]{1,2}[./-][0-9]{4})(?![0-9]|[ ./-][0-9]))[0-9](?:[ ./-]?[0-9]){5,17}(?:[ -]?[A-Za-z](?=[\s,.;:)!?。，、]|$)|(?![A-Za-z0-9]))|(?=[A-Za-z0-9]{0,17}[0-9][A-Za-z0-9]{0,17}[0-9])(?=[A-Za-z0-9]{0,17}[A-Za-z])[A-Za-z0-9]{8,18}(?![A-Za-z0-9]))(?!\s*(?:€|\$|£|%|euros?|dollars?|pesos|yen|km|kg|元|円|年|人)(?![a-z]))',
+         || v_national_id_value,
          '\1[REDACTED:id_card]', 'gi', false),
         -- Its Chinese, Japanese and Korean labels, a rule of their own: they made
         -- the whole expression ten times as costly to compile (~90 ms).
         (152, 'national_id_cjk', 'secret', 'id_card',
          '((身份证|身份證|身分證|证件号|證件號|社保号|社会保障号|医保卡号|纳税人识别号|マイナンバー|個人番号|住民票コード|基礎年金番号|健康保険証の番号|주민등록번호)'
          || '[^0-9\n.;。！？!?]{0,30})'
-         || '(?<![A-Za-z0-9])(?:[A-Za-z]{0,2} ?(?!(?:[0-9]{1,2}[./-][0-9]{1,2}[./-](?:[0-9]{4}|[0-9]{2})|[0-9]{4}[./-][0-9]{1,2}[./-][0-9]{1,2}|[0-9]{1,2}[./-][0-9]{4})(?![0-9]|[ ./-][0-9]))[0-9](?:[ ./-]?[0-9]){5,17}(?:[ -]?[A-Za-z](?=[\s,.;:)!?。，、]|$)|(?![A-Za-z0-9]))|(?=[A-Za-z0-9]{0,17}[0-9][A-Za-z0-9]{0,17}[0-9])(?=[A-Za-z0-9]{0,17}[A-Za-z])[A-Za-z0-9]{8,18}(?![A-Za-z0-9]))(?!\s*(?:€|\$|£|%|euros?|dollars?|pesos|yen|km|kg|元|円|年|人)(?![a-z]))',
+         || v_national_id_value,
          '\1[REDACTED:id_card]', 'gi', false),
         -- The same numbers before their label: "850709-9805 is my
         -- personnummer", "X2481632R es mi NIE", "4820 1736 5929是我的身份证号".
