@@ -163,6 +163,12 @@ def test_stated_turns_and_store_items_hold_no_features(acme: Tenant, db: Db) -> 
         (json.dumps([{"key": "theme", "value": {"mode": "no longer dark"}}]),),
     ).fetchall()
     assert features(db.admin, item[0])[:2] == (None, None)
+    # They follow the source: a turn an app makes a fact gets them, and loses them again.
+    acme.conn.execute("update pgmem.memories set source = 'sql' where memory_id = %s", (direct,))
+    terms, marks, computed_terms, computed_marks = features(db.admin, direct)
+    assert (terms, marks) == (computed_terms, computed_marks) and terms
+    acme.conn.execute("update pgmem.memories set source = 'turn' where memory_id = %s", (direct,))
+    assert features(db.admin, direct)[:2] == (None, None)
     # The checks vouch for such a text without computing them.
     vouched = acme.conn.execute(
         "select terms, marks from pgmem._vouch(array['Alice no longer drinks coffee'],"

@@ -134,7 +134,8 @@ begin
     -- row the owner gives them for keeps them (pgmem._store_memories, with
     -- the features pgmem._vouch computed of that very text); any other
     -- write gets them computed, whatever it gave. A stated turn or a store
-    -- item holds none: the rules never compare one (pgmem._neighbours).
+    -- item holds none: the rules never compare one (pgmem._neighbours). The
+    -- trigger fires on a change of source too, so they follow it.
     if new.source in ('turn', 'store') then
         new.conflict_terms := null;
         new.conflict_marks := null;
