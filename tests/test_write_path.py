@@ -172,7 +172,7 @@ def test_stated_turns_and_store_items_hold_no_features(acme: Tenant, db: Db) -> 
     # The checks vouch for such a text without computing them.
     vouched = acme.conn.execute(
         "select terms, marks from pgmem._vouch(array['Alice no longer drinks coffee'],"
-        " p_features => array[false])"
+        " p_sources => array['turn'])"
     ).fetchone()
     assert vouched == (None, None)
 

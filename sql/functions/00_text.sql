@@ -108,6 +108,22 @@ $$;
 comment on function pgmem._tsv(text) is
     'Full-text vector of a memory: English words stemmed, CJK text as character bigrams.';
 
+-- Whether a memory of this source is an episode rather than a fact: a stated
+-- turn is the record of what was said, a store item an app's state. No
+-- contradiction rule compares one, so it holds no contradiction features, and
+-- no profile shows one. SQL without a SET clause, so a query inlines it.
+create or replace function pgmem._episode_source(p_source text)
+returns boolean
+language sql
+immutable parallel safe
+security invoker
+as $$
+    select p_source operator(pg_catalog.=) any (array['turn', 'store']::pg_catalog.text[])
+$$;
+
+comment on function pgmem._episode_source(text) is
+    'Whether a memory of this source (turn, store) is an episode, never a fact: it holds no contradiction features and no profile line (internal).';
+
 -- memories.content_hash and memories.fts were stored generated columns until
 -- revision 0007. PostgreSQL 15 recomputes every stored generated column on
 -- every UPDATE of a row, whatever it sets: each access_count + 1 of recall's
@@ -136,7 +152,7 @@ begin
     -- write gets them computed, whatever it gave. A stated turn or a store
     -- item holds none: the rules never compare one (pgmem._neighbours). The
     -- trigger fires on a change of source too, so they follow it.
-    if new.source in ('turn', 'store') then
+    if pgmem._episode_source(new.source) then
         new.conflict_terms := null;
         new.conflict_marks := null;
     elsif tg_op <> 'INSERT' or new.conflict_terms is null or new.conflict_marks is null

@@ -58,7 +58,7 @@ begin
     -- Checked and redacted once (pgmem._vouch, 70_guards.sql).
     select v.rule, v.content, v.kinds, v.terms, v.marks into v_rule, v_content, v_redacted, v_terms, v_marks
     from pgmem._vouch(array[p_content], array[p_embedding::public.vector], pgmem._write_model(v_settings),
-                      array[p_source <> 'turn']) as v;
+                      array[p_source]) as v;
     if v_rule is not null then
         perform pgmem._reject(v_tenant, p_subject, array[p_content], array[v_rule], p_agent_id, v_now);
         action := 'rejected';

@@ -101,7 +101,7 @@ begin
                    case when not e.episode then coalesce(m.conflict_marks, pgmem._conflict_marks(m.content)) end
                        as marks
             from pgmem.memories as m
-            cross join lateral (select m.source in ('turn', 'store') as episode) as e
+            cross join lateral (select pgmem._episode_source(m.source) as episode) as e
             where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active'
         ),
         counted as (

@@ -216,8 +216,7 @@ begin
                             join pg_catalog.unnest(v_embeddings) with ordinality as x(embedding, i) on x.i = e.i
                             order by e.i),
                       pgmem._write_model(v_settings),
-                      -- no contradiction features for a stated turn: no rule reads them
-                      array(select coalesce(e.v ->> 'source', 'sql') <> 'turn'
+                      array(select coalesce(e.v ->> 'source', 'sql')
                             from pg_catalog.jsonb_array_elements(p_items) with ordinality as e(v, i)
                             order by e.i)) as r
     join pgmem._redact_objects(

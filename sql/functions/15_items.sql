@@ -161,12 +161,12 @@ begin
     -- for it has written nothing.
     perform pgmem._lock_subjects(v_tenant, array[p_subject], v_now);
 
-    -- Prompt injection and redaction, as any memory's text; no contradiction
-    -- features: an item is an app's state, which no fact contradicts.
+    -- Prompt injection and redaction, as any memory's text (a store item's:
+    -- no contradiction features).
     select pg_catalog.array_agg(c.rule order by c.item), pg_catalog.array_agg(c.content order by c.item)
     into v_rules, v_contents
-    from pgmem._check_texts(v_texts, p_features => pg_catalog.array_fill(false, array[pg_catalog.cardinality(v_texts)]))
-         as c;
+    from pgmem._check_texts(v_texts, p_sources => pg_catalog.array_fill('store'::text,
+                                                                        array[pg_catalog.cardinality(v_texts)])) as c;
     select r.i, p_items -> (r.i::integer - 1) ->> 'key' as key, r.rule into v_bad
     from pg_catalog.unnest(v_rules) with ordinality as r(rule, i)
     where r.rule is not null

@@ -42,7 +42,7 @@ set search_path = pg_catalog, pg_temp
 as $$
     select case
         when p_pinned then 'pinned'
-        when p_kind = 'episodic' or p_source in ('turn', 'store') or p_metadata @> '{"profile": false}' then null
+        when p_kind = 'episodic' or pgmem._episode_source(p_source) or p_metadata @> '{"profile": false}' then null
         when p_triple_predicate in ('allergy', 'diet', 'medical_condition', 'medication', 'intolerance')
              or (coalesce(p_triple_subject, 'user') = 'user'
                  and p_content operator(pg_catalog.~*)

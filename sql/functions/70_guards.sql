@@ -154,16 +154,18 @@ comment on function pgmem._check_memory_fields(text, text, text, text, text, jso
 
 -- The embeddings, when the caller has them, go to the injection probe of
 -- their model (pgmem._detect_injection_probe), after the rules. The
--- contradiction features only for the texts p_features wants (NULL: all):
--- a stated turn or a store item is never compared by the contradiction
--- rules, and its features cost ~0.2 ms a text.
+-- contradiction features only for the texts that will be facts (p_sources:
+-- each text's source, NULL a fact's): a stated turn or a store item is never
+-- compared by the contradiction rules (pgmem._episode_source), and its
+-- features cost ~0.2 ms a text.
 drop function if exists pgmem._check_texts(text[]);
 drop function if exists pgmem._check_texts(text[], public.vector[], text);
+drop function if exists pgmem._check_texts(text[], public.vector[], text, boolean[]);
 create or replace function pgmem._check_texts(
     p_contents text[],
     p_embeddings public.vector[] default null,
     p_model text default null,
-    p_features boolean[] default null
+    p_sources text[] default null
 )
 returns table(item integer, rule text, content text, kinds text[], terms text[], marks text[])
 -- plpgsql for its cached plan: a SQL function with a SET clause is not
@@ -176,8 +178,10 @@ as $$
 begin
     return query
     select r.item, x.rule, r.content, r.kinds,
-           case when x.rule is null and coalesce(p_features[r.item], true) then pgmem._conflict_terms(r.content) end,
-           case when x.rule is null and coalesce(p_features[r.item], true) then pgmem._conflict_marks(r.content) end
+           case when x.rule is null and not coalesce(pgmem._episode_source(p_sources[r.item]), false)
+                then pgmem._conflict_terms(r.content) end,
+           case when x.rule is null and not coalesce(pgmem._episode_source(p_sources[r.item]), false)
+                then pgmem._conflict_marks(r.content) end
     from pgmem._redact_many(p_contents) as r
     left join pgmem._detect_injection_many(p_contents) as d on d.item = r.item
     left join pgmem._detect_injection_probe(p_model, p_embeddings, p_contents) as q on q.item = r.item
@@ -185,8 +189,8 @@ begin
 end
 $$;
 
-comment on function pgmem._check_texts(text[], public.vector[], text, boolean[]) is
-    'pgmem._vouch''s checks of each text, vouching for nothing: item, the injection rule it breaks (NULL: clean; embedding_probe: the probe of p_model on its embedding in p_embeddings), its redacted form and kinds of redacted data, and for a clean text whose p_features element is not false its pgmem._conflict_terms and _conflict_marks (internal).';
+comment on function pgmem._check_texts(text[], public.vector[], text, text[]) is
+    'pgmem._vouch''s checks of each text, vouching for nothing: item, the injection rule it breaks (NULL: clean; embedding_probe: the probe of p_model on its embedding in p_embeddings), its redacted form and kinds of redacted data, and for a clean text whose source in p_sources is a fact''s (pgmem._episode_source) its pgmem._conflict_terms and _conflict_marks (internal).';
 
 -- What pgmem.remember and remember_many check of a text before anything
 -- else: the injection rules and redaction, in one call for a batch, and what
@@ -201,15 +205,16 @@ comment on function pgmem._check_texts(text[], public.vector[], text, boolean[])
 -- rows of an earlier one are deleted here: a table ON COMMIT DELETE ROWS
 -- (pg_temp._pgmem_checked until then) was truncated, with its TOAST table
 -- and index, at the commit of every write (~0.8 ms, perf).
--- (Its result gained terms and marks, then its arguments p_features: each a
+-- (Its result gained terms and marks, then its arguments p_sources: each a
 -- new function.)
 drop function if exists pgmem._vouch(text[]);
 drop function if exists pgmem._vouch(text[], public.vector[], text);
+drop function if exists pgmem._vouch(text[], public.vector[], text, boolean[]);
 create or replace function pgmem._vouch(
     p_contents text[],
     p_embeddings public.vector[] default null,
     p_model text default null,
-    p_features boolean[] default null
+    p_sources text[] default null
 )
 returns table(item integer, rule text, content text, kinds text[], terms text[], marks text[])
 language plpgsql
@@ -228,14 +233,14 @@ begin
         exception when insufficient_privilege then
             -- The owner may not create temporary tables in this database:
             -- nothing is vouched for, and pgmem._store_memories checks again.
-            return query select c.* from pgmem._check_texts(p_contents, p_embeddings, p_model, p_features) as c
+            return query select c.* from pgmem._check_texts(p_contents, p_embeddings, p_model, p_sources) as c
                          order by c.item;
             return;
         end;
     end if;
     return query
     with checked as materialized (
-        select c.* from pgmem._check_texts(p_contents, p_embeddings, p_model, p_features) as c
+        select c.* from pgmem._check_texts(p_contents, p_embeddings, p_model, p_sources) as c
     ),
     vouched as (
         insert into pg_temp._pgmem_vouched (xact, content, terms, marks)
@@ -246,8 +251,8 @@ begin
 end
 $$;
 
-comment on function pgmem._vouch(text[], public.vector[], text, boolean[]) is
-    'Checks each text against the injection rules, and its embedding (p_embeddings, of model p_model) against the injection probe, and redacts it (pgmem._detect_injection_many, _detect_injection_probe, _redact_many): item, the rule it breaks (NULL: clean), its redacted form, and for a clean text whose p_features element is not false (a fact, not a stated turn or store item) its pgmem._conflict_terms and _conflict_marks; clean redacted forms are vouched for until the transaction ends, so pgmem._store_memories does not check them again (internal).';
+comment on function pgmem._vouch(text[], public.vector[], text, text[]) is
+    'Checks each text against the injection rules, and its embedding (p_embeddings, of model p_model) against the injection probe, and redacts it (pgmem._detect_injection_many, _detect_injection_probe, _redact_many): item, the rule it breaks (NULL: clean), its redacted form, and for a clean text whose source in p_sources is a fact''s (not a stated turn or store item: pgmem._episode_source) its pgmem._conflict_terms and _conflict_marks; clean redacted forms are vouched for until the transaction ends, so pgmem._store_memories does not check them again (internal).';
 
 create or replace function pgmem._vouched_table()
 returns boolean
