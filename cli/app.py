@@ -58,9 +58,7 @@ VERBS: dict[str, Verb] = {
     "mcp": Verb("mcp", "mcp", "Serve memory to agents over the Model Context Protocol."),
     "worker": Verb("worker", "worker", "Turn queued conversation turns into memories."),
     "reembed": Verb("reembed", "reembed", "Move a tenant's memories to another embedding model."),
-    "maintain": Verb(
-        "maintenance", "maintain", "Run maintenance now: archive, decay, capacity, purge."
-    ),
+    "maintain": Verb("maintenance", "maintain", "Run maintenance now: every job, or those named."),
     "schedule": Verb("maintenance", "schedule", "Install (or update) the pg_cron jobs."),
     "jobs": Verb("maintenance", "jobs", "Show the scheduled pg_cron jobs and the latest runs."),
     "eval": Verb("eval", "app", "Measure retrieval quality on public benchmarks."),

@@ -526,6 +526,12 @@ def real_rows(r: bench_real.RealPointResult) -> list[tuple[str, str, str, str]]:
             x("episode_many_per_s"),
         ),
         (
+            "their links afterwards (stated turns/s, pgmem.link_episodes)",
+            f"{r.episodes_linked_per_s:,.0f}",
+            "",
+            "",
+        ),
+        (
             "one episode p50 / p95, server-side (ms)",
             f"{p.episode_single_ms.p50:.2f} / {p.episode_single_ms.p95:.2f}",
             f"{b.episode_single_ms.p50:.2f} / {b.episode_single_ms.p95:.2f}",

@@ -58,7 +58,8 @@ def maintain(
         typer.Option(
             "--job",
             "-j",
-            help="Job to run (repeatable): archive, decay, capacity, purge. Default: all.",
+            help="Job to run (repeatable): archive, decay, capacity, purge, sessions,"
+            " consolidate, watchdog, links. Default: all.",
         ),
     ] = None,
     tenant: Annotated[
@@ -71,7 +72,7 @@ def maintain(
     dsn: DsnOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Run maintenance now: archive, decay, capacity, purge (each recorded in pgmem.job_runs)."""
+    """Run maintenance now: every job, or those named (each recorded in pgmem.job_runs)."""
     with database_errors(dsn), _connect(dsn) as conn:
         row = conn.execute(admin_queries.JOB_NAMES).fetchone()
         assert row is not None
@@ -130,6 +131,14 @@ def schedule(
             " settings.max_idle_in_transaction), or 'off'.",
         ),
     ] = None,
+    links: Annotated[
+        str | None,
+        typer.Option(
+            "--links",
+            help="Cron schedule of links (the association links of stated turns written since),"
+            " or 'off'.",
+        ),
+    ] = None,
     remove: Annotated[
         bool, typer.Option("--remove", help="Remove every pgmem job from pg_cron instead.")
     ] = False,
@@ -137,7 +146,7 @@ def schedule(
     as_json: JsonOption = False,
 ) -> None:
     """Install (or update) the pg_cron jobs; defaults: decay hourly, sessions every 15
-    minutes, watchdog every minute, the others nightly."""
+    minutes, watchdog and links every minute, the others nightly."""
     with database_errors(dsn), _connect(dsn) as conn:
         if remove:
             row = conn.execute(admin_queries.UNSCHEDULE).fetchone()
@@ -156,6 +165,7 @@ def schedule(
             "sessions": sessions,
             "consolidate": consolidate,
             "watchdog": watchdog,
+            "links": links,
         }
         chosen = [
             None if value == OFF else (value or defaults[name]) for name, value in given.items()

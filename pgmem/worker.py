@@ -554,6 +554,8 @@ class Worker:
             # sort is stable, so a subject's turns still apply in queue order.
             for job in sorted(jobs, key=lambda j: (j["tenant_id"], j["subject"] or "")):
                 self._run_job(conn, job, prepared[job["inbox_id"]], stats)
+        if not self.stopping:
+            self._link_episodes(conn, jobs)
         stats.seconds = time.monotonic() - started
         self.stats.add(stats)
         log.info(
@@ -566,6 +568,27 @@ class Worker:
             stats.seconds,
         )
         return stats.jobs
+
+    def _link_episodes(self, conn: Conn, jobs: list[dict[str, Any]]) -> None:
+        """Link the stated turns the batch stored (``pgmem.link_episodes``), once it has
+        committed: a turn's write no longer makes its links, and its subject is not
+        held meanwhile. What fails here is left to the ``links`` job."""
+        subjects: dict[str, set[str]] = {}
+        for job in jobs:
+            if job["job"] == "turn" and job["subject"]:
+                subjects.setdefault(job["tenant_id"], set()).add(job["subject"])
+        for tenant, names in sorted(subjects.items()):
+            try:
+                with conn.transaction():
+                    self._bind(conn, tenant)
+                    row = conn.execute(wq.LINK_EPISODES, {"subjects": sorted(names)}).fetchone()
+            except psycopg.Error as exc:
+                if conn.broken:
+                    raise
+                log.warning("linking stated turns of tenant %s: %s", tenant, exc)
+                continue
+            if row is not None and row["episodes"]:
+                log.info("linked %d stated turns of %d subjects", row["episodes"], row["subjects"])
 
     def _run_job(
         self, conn: Conn, job: dict[str, Any], prepared: _Prepared | None, stats: BatchStats

@@ -447,6 +447,35 @@ def test_links_and_consolidation_through_the_coordinator(
     assert derived == (3,) and lowered == (3,)
 
 
+def test_stated_turns_are_linked_by_the_links_job_through_the_coordinator(
+    admin: psycopg.Connection, service: str, tenant: str
+) -> None:
+    """A stated turn's write marks its subject on the tenant's shard; the links job,
+    run over every tenant from the coordinator, links the turns and clears the mark."""
+    with bound(service, tenant) as conn:
+        for text in ("Landed in Porto", "The hotel faces the river"):
+            conn.execute(
+                "select pgmem.remember('lea', %s, p_kind => 'episodic', p_source => 'turn',"
+                " p_session_id => 'trip')",
+                (text,),
+            )
+        links = conn.execute("select count(*) from pgmem.memory_links").fetchone()
+        conn.commit()
+    assert links == (0,)
+    row = admin.execute("select status, counts from pgmem.run_job('links')").fetchone()
+    assert row is not None and row[0] == "ok", row
+    assert row[1]["episodes"] >= 2 and row[1]["links"] >= 1, row
+    with bound(service, tenant) as conn:
+        links = conn.execute(
+            "select count(*) from pgmem.memory_links where link_type = 'same_session'"
+        ).fetchone()
+        pending = conn.execute(
+            "select links_pending_from from pgmem.subjects where subject = 'lea'"
+        ).fetchone()
+        conn.commit()
+    assert links == (1,) and pending == (None,)
+
+
 def test_lifecycle_jobs_run_from_the_coordinator(
     admin: psycopg.Connection, service: str, tenant: str
 ) -> None:

@@ -91,6 +91,7 @@ def test_maintain_runs_every_job_in_order(admin: psycopg.Connection) -> None:
         ("sessions", "ok", {"closed": 0, "purged_messages": 0, "expired_tasks": 0}),
         ("consolidate", "ok", {"subjects": 0}),
         ("watchdog", "ok", {"ended": 0}),
+        ("links", "ok", {"subjects": 0, "episodes": 0, "links": 0}),
     ]
 
 
@@ -362,6 +363,7 @@ def test_schedule_installs_updates_and_removes_cron_jobs(
             ("pgmem-sessions", "*/15 * * * *", "call pgmem.run_scheduled_job('sessions')"),
             ("pgmem-consolidate", "47 3 * * *", "call pgmem.run_scheduled_job('consolidate')"),
             ("pgmem-watchdog", "* * * * *", "call pgmem.run_scheduled_job('watchdog')"),
+            ("pgmem-links", "* * * * *", "call pgmem.run_scheduled_job('links')"),
         ]
         # Scheduling again updates in place; NULL removes a job.
         conn.execute("select pgmem.schedule(p_decay => '0 * * * *', p_purge => null)")
@@ -373,10 +375,11 @@ def test_schedule_installs_updates_and_removes_cron_jobs(
             ("pgmem-capacity", "27 3 * * *", cron_db),
             ("pgmem-consolidate", "47 3 * * *", cron_db),
             ("pgmem-decay", "0 * * * *", cron_db),
+            ("pgmem-links", "* * * * *", cron_db),
             ("pgmem-sessions", "*/15 * * * *", cron_db),
             ("pgmem-watchdog", "* * * * *", cron_db),
         ]
-        assert conn.execute("select pgmem.unschedule()").fetchone() == (6,)
+        assert conn.execute("select pgmem.unschedule()").fetchone() == (7,)
         assert conn.execute("select count(*) from pgmem.scheduled_jobs()").fetchone() == (0,)
         conn.rollback()
 
@@ -446,6 +449,7 @@ def test_cli_maintain_and_jobs(admin: psycopg.Connection, dsn: str) -> None:
         ("sessions", "ok"),
         ("consolidate", "ok"),
         ("watchdog", "ok"),
+        ("links", "ok"),
     ]
     assert status_of(admin, mid) == ["archived"]
 
@@ -531,6 +535,7 @@ def test_one_tenants_bad_row_fails_only_its_part_of_a_job(admin: psycopg.Connect
         "sessions",
         "consolidate",
         "watchdog",
+        "links",
     }
     assert all(status == "ok" for status, _, _ in runs.values()), runs
     _, counts, message = runs["archive"]

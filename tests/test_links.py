@@ -1,7 +1,8 @@
-"""Association links at write: same_session and same_entity links made by
-pgmem.remember and remember_many, their per-memory bound, ripple recall over them
-capped by ripple_limit, pgmem.context's Related section, and tenant isolation. Every
-test works in tenants of its own, through the tenant's login role."""
+"""Association links: same_session and same_entity links made by pgmem.remember and
+remember_many (a stated turn's after its write, by pgmem.link_episodes), their
+per-memory bound, ripple recall over them capped by ripple_limit, pgmem.context's
+Related section, and tenant isolation. Every test works in tenants of its own, through
+the tenant's login role."""
 
 from __future__ import annotations
 
@@ -193,6 +194,134 @@ def test_a_batch_links_its_facts_in_item_order(new_tenant: NewTenant) -> None:
         (ids[0], ids[2], "same_session"),
         (ids[1], ids[2], "same_session"),
     }
+
+
+def stated(conn: psycopg.Connection, content: str, embedding: Sequence[float], session: str) -> int:
+    """A stated turn, one write: an episode, linked after its write."""
+    row = conn.execute(
+        "select action, memory_id from pgmem.remember('alice', %s, %s::real[],"
+        " p_kind => 'episodic', p_source => 'turn', p_session_id => %s)",
+        (content, list(embedding), session),
+    ).fetchone()
+    assert row is not None and row[0] == "inserted", row
+    return int(row[1])
+
+
+def pending_from(conn: psycopg.Connection) -> int | None:
+    row = conn.execute(
+        "select links_pending_from from pgmem.subjects where subject = 'alice'"
+    ).fetchone()
+    assert row is not None
+    return None if row[0] is None else int(row[0])
+
+
+TURNS = [
+    ("Flew to Lisbon", vec((0, 1))),
+    ("Stayed at a hostel near the river", vec((0, 0.4), (1, 1))),
+    ("Tried custard tarts", vec((2, 1), (1, 0.3))),
+    ("The hostel had a rooftop bar", vec((1, 1), (3, 1))),
+    ("Lisbon was sunny all week", vec((0, 1), (4, 1))),
+]
+
+
+def test_stated_turns_are_linked_after_their_write_as_one_batch_would_be(
+    db: Db, new_tenant: NewTenant
+) -> None:
+    batch, turns = new_tenant(), new_tenant()
+    for t in (batch, turns):
+        set_settings(db, t.name, max_links_per_memory=2)
+    # The reference: the same memories as facts, one batch, linked in it.
+    rows = batch.conn.execute(
+        "select action, memory_id from pgmem.remember_many(%s, 'alice') order by item",
+        (
+            Jsonb(
+                [
+                    {"content": c, "embedding": e, "kind": "episodic", "session_id": "s1"}
+                    for c, e in TURNS
+                ]
+            ),
+        ),
+    ).fetchall()
+    assert [r[0] for r in rows] == ["inserted"] * len(TURNS)
+    position = {int(i): n for n, (_, i) in enumerate(rows)}
+    expected = {(position[a], position[b], k) for a, b, k in links(batch.conn)}
+    assert len(expected) >= 4  # the bound of two links a memory makes the order matter
+
+    # Stated turns, one write each: no link yet, the subject says where to start.
+    ids = [stated(turns.conn, c, e, "s1") for c, e in TURNS]
+    assert links(turns.conn) == set()
+    assert pending_from(turns.conn) == ids[0]
+    counts = turns.conn.execute("select subjects, episodes, links from pgmem.link_episodes()")
+    assert counts.fetchone() == (1, len(TURNS), len(expected))
+    position = {i: n for n, i in enumerate(ids)}
+    assert {(position[a], position[b], k) for a, b, k in links(turns.conn)} == expected
+    assert pending_from(turns.conn) is None
+    # Nothing left: a second run links nothing.
+    again = turns.conn.execute("select subjects, episodes, links from pgmem.link_episodes()")
+    assert again.fetchone() == (0, 0, 0)
+
+
+def test_turns_in_a_batch_wait_for_their_links_and_facts_do_not(new_tenant: NewTenant) -> None:
+    t = new_tenant()
+    items = [
+        {"content": c, "embedding": e, "kind": "episodic", "session_id": "s1", "source": "turn"}
+        for c, e in TURNS[:3]
+    ]
+    rows = t.conn.execute(
+        "select memory_id from pgmem.remember_many(%s, 'alice') order by item", (Jsonb(items),)
+    ).fetchall()
+    turn_ids = [int(i) for (i,) in rows]
+    assert links(t.conn) == set() and pending_from(t.conn) == turn_ids[0]
+    # A fact of the session links at once, to the turns still waiting too.
+    fact = remember(t.conn, "User is travelling in Portugal", vec((0, 1), (5, 1)), session="s1")
+    assert {linked(t.conn, fact, i) for i in turn_ids} == {"same_session"}
+    # A later turn does not move the mark back: the first unlinked one stays.
+    later = stated(t.conn, TURNS[3][0], TURNS[3][1], "s1")
+    assert pending_from(t.conn) == turn_ids[0]
+    t.conn.execute("select pgmem.link_episodes()")
+    assert linked(t.conn, turn_ids[0], turn_ids[1]) == "same_session"
+    assert linked(t.conn, later, turn_ids[2]) == "same_session"
+    # A turn without a session has nothing to link: no mark.
+    t.conn.execute(
+        "select pgmem.remember('alice', 'A sessionless turn', p_kind => 'episodic',"
+        " p_source => 'turn')"
+    )
+    assert pending_from(t.conn) is None
+
+
+def test_linking_turns_skips_a_subject_a_writer_holds(new_tenant: NewTenant) -> None:
+    t = new_tenant()
+    first = stated(t.conn, TURNS[0][0], TURNS[0][1], "s1")
+    with psycopg.connect(t.dsn) as writer:
+        # Another session is writing to the subject and holds it until it commits.
+        stated(writer, TURNS[1][0], TURNS[1][1], "s1")
+        counts = t.conn.execute("select subjects, episodes, links from pgmem.link_episodes()")
+        assert counts.fetchone() == (0, 0, 0)
+        assert pending_from(t.conn) == first and links(t.conn) == set()
+        writer.commit()
+    counts = t.conn.execute("select subjects, episodes, links from pgmem.link_episodes()")
+    assert counts.fetchone() == (1, 2, 1)
+    assert pending_from(t.conn) is None
+
+
+def test_a_tenant_links_its_own_turns_only(db: Db, new_tenant: NewTenant) -> None:
+    a, b = new_tenant(), new_tenant()
+    for t in (a, b):
+        for c, e in TURNS[:2]:
+            stated(t.conn, c, e, "s1")
+    try:
+        a.conn.execute("select pgmem.link_episodes(p_tenant => %s)", (b.name,))
+    except psycopg.errors.InsufficientPrivilege as exc:
+        assert b.name in str(exc)
+    else:
+        raise AssertionError("a tenant linked another tenant's turns")
+    assert a.conn.execute("select episodes from pgmem.link_episodes()").fetchone() == (2,)
+    assert pending_from(a.conn) is None and pending_from(b.conn) is not None
+    assert links(b.conn) == set()
+    # The links job links every tenant's.
+    run = db.admin.execute("select status, counts from pgmem.run_job('links')").fetchone()
+    assert run is not None and run[0] == "ok" and run[1]["episodes"] >= 2, run
+    assert pending_from(b.conn) is None and len(links(b.conn)) == 1
 
 
 def recall_ids(

@@ -314,6 +314,33 @@ def test_facts_of_one_batch_are_remembered_in_turn_order(
     ]
 
 
+def test_the_turns_a_batch_stored_are_linked_after_it(
+    dsn: str, tenant_login: Login, embedder: LocalEmbedder
+) -> None:
+    acme = tenant_login("acme")
+    enqueue(acme, "dora", "We landed in Lisbon this morning", session_id="trip")
+    enqueue(acme, "dora", "The hostel has a rooftop bar", session_id="trip")
+    assert make_worker(dsn, embedder, batch=16).run(once=True).done == 2
+    turns = [
+        int(i)
+        for (i,) in acme.execute(
+            "select memory_id from pgmem.memories where subject = 'dora' and source = 'turn'"
+            " order by memory_id"
+        ).fetchall()
+    ]
+    assert len(turns) == 2
+    # The write left the turns unlinked; the worker linked them once the batch committed.
+    link = acme.execute(
+        "select link_type from pgmem.memory_links where from_id = %s and to_id = %s",
+        (turns[0], turns[1]),
+    ).fetchone()
+    assert link == ("same_session",)
+    pending = acme.execute(
+        "select links_pending_from from pgmem.subjects where subject = 'dora'"
+    ).fetchone()
+    assert pending == (None,)
+
+
 # -------------------------------------------------------------------- kill -9
 
 

@@ -228,6 +228,9 @@ class RealPointResult:
     remembered: int
     remember_actions: dict[str, int]
     episode_actions: dict[str, int]
+    # The batched episodes' links, made afterwards as the worker or the links job makes
+    # them (pgmem.link_episodes): the part of a stated turn's cost that moved off its write.
+    episodes_linked_per_s: float
     table_bytes_per_memory: float
     index_bytes_per_memory: float
     decay_bytes_per_memory: float  # pgmem.memory_decay after the decay passes
@@ -496,6 +499,11 @@ def run_point(
         pgmem_episodes_s, baseline_episodes_s = _batched(
             conn, [_item_of(w) for w in episodes], batch, episode_actions
         )
+        say(f"{label}: linking the batched episodes afterwards")
+        started = time.perf_counter()
+        linked = conn.execute(Q.LINK_EPISODES).fetchone()
+        link_s = time.perf_counter() - started
+        assert linked is not None
         say(f"{label}: single episodes ({len(episode_single)} each, server-side)")
         pgmem_episode = [explain_ms(conn, Q.REMEMBER_EPISODE_EXPLAIN, w) for w in episode_single]
         baseline_episode = [
@@ -571,6 +579,7 @@ def run_point(
         remembered=len(many),
         remember_actions=actions,
         episode_actions=episode_actions,
+        episodes_linked_per_s=int(linked["episodes"]) / link_s if link_s else 0.0,
         table_bytes_per_memory=sizes["table_bytes"] / loaded,
         index_bytes_per_memory=sizes["index_bytes"] / loaded,
         decay_bytes_per_memory=decay_bytes / loaded,

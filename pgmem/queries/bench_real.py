@@ -118,6 +118,7 @@ from pgmem.remember(p_subject => %(subject)s, p_content => %(content)s,
 """
 # A stated turn as the worker stores it: the episode facts are derived from
 # (source 'turn': only an exact repeat matches it), in its session.
+LINK_EPISODES: Final = "select episodes from pgmem.link_episodes()"
 REMEMBER_EPISODE_EXPLAIN: Final = """
 explain (analyze, timing off, summary on, format json)
 select r.action

@@ -63,3 +63,7 @@ select r.action, r.insight_id, r.sources, r.source_action
 from pgmem.consolidate(%(subject)s, %(source_ids)s::bigint[], %(content)s, %(embedding)s::real[],
                        %(method)s, %(now)s::timestamptz) as r
 """
+
+LINK_EPISODES: Final = (
+    "select subjects, episodes, links from pgmem.link_episodes(p_subjects => %(subjects)s::text[])"
+)

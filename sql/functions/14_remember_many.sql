@@ -530,10 +530,21 @@ begin
         where b.action in ('inserted', 'merge_pending')
         order by b.item;
 
-        -- Association links of the new facts, in item order: 32_consolidate.sql.
+        -- Association links, 32_consolidate.sql: the new facts' now, in item
+        -- order; the new episodes' later, by pgmem.link_episodes, once their
+        -- subjects record that they have some waiting.
         perform pgmem._link_at_write(v_tenant, array(select b.memory_id from pg_temp._pgmem_batch as b
                                                      where b.action in ('inserted', 'merge_pending')
+                                                       and not pgmem._episode_source(b.source)
                                                      order by b.item), v_now);
+        update pgmem.subjects as s
+        set links_pending_from = e.first_id
+        from (select b.subject, pg_catalog.min(b.memory_id) as first_id
+              from pg_temp._pgmem_batch as b
+              where b.action in ('inserted', 'merge_pending') and pgmem._episode_source(b.source)
+                and (b.session_id is not null or b.triple_predicate is not null)
+              group by b.subject) as e
+        where s.tenant_id = v_tenant and s.subject = e.subject and s.links_pending_from is null;
 
         insert into pgmem.inbox (tenant_id, job, subject, session_id, agent_id, payload, available_at, created_at)
         select v_tenant, 'merge', b.subject, b.session_id, b.agent_id,

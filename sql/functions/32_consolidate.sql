@@ -1,7 +1,8 @@
 -- Association links at write, and consolidation of episodes into insights.
 --
--- Links at write (pgmem._link_at_write, called by the write path for every
--- new active fact):
+-- Association links (pgmem._link_at_write: the write path calls it for
+-- every new active fact; pgmem.link_episodes for the episodes written since
+-- their subject's links_pending_from, in the order they were written):
 --   * same_entity: the two facts name one entity (pgmem._entities of their
 --     triples: normalized names, not the user);
 --   * same_session: otherwise, the two facts come from one session (one
@@ -184,7 +185,74 @@ end
 $$;
 
 comment on function pgmem._link_at_write(text, bigint[], timestamptz) is
-    'Links each new active memory (in order) to the same subject''s active memories that share an entity (same_entity) or its session (same_session), strongest first, at most settings.max_links_per_memory association links per memory on either end; returns how many links it added. The write path calls it under the subject''s lock (internal).';
+    'Links each new active memory (in order) to the same subject''s active memories that share an entity (same_entity) or its session (same_session), strongest first, at most settings.max_links_per_memory association links per memory on either end; returns how many links it added. The write path (facts) and pgmem.link_episodes call it under the subject''s lock (internal).';
+
+-- An episode (a stated turn, pgmem._episode_source) is linked after its
+-- write, not in it: its links matter only to ripple recall, and reading its
+-- session's turns and their links was a fifth to a quarter of a turn's
+-- write. The write records the subject's oldest unlinked episode; this links
+-- the subject's active episodes from there on as one batch of the write path
+-- would have (in id order, each seeing all the others), and clears the mark.
+-- Subjects locked by a writer are skipped: their mark stays for the next run.
+-- What it costs a run is the write path's cost per episode: it moved, it did
+-- not vanish.
+create or replace function pgmem.link_episodes(
+    p_now timestamptz default null,
+    p_tenant text default null,
+    p_subjects text[] default null
+)
+returns table(subjects integer, episodes integer, links integer)
+language plpgsql
+volatile
+security invoker
+set search_path = pg_catalog, pg_temp
+set jit = off
+as $$
+declare
+    v_now timestamptz := coalesce(p_now, pg_catalog.now());
+    v_scope text := pgmem._maintenance_scope(p_tenant);
+    v_tenant text;
+    v_pending record;
+    v_ids bigint[];
+begin
+    subjects := 0;
+    episodes := 0;
+    links := 0;
+    -- Tenant by tenant: on Citus a locking read must stay within one shard.
+    for v_tenant in
+        select distinct s.tenant_id
+        from pgmem.subjects as s
+        where s.links_pending_from is not null and (v_scope is null or s.tenant_id = v_scope)
+        order by s.tenant_id
+    loop
+        for v_pending in
+            select s.subject, s.links_pending_from
+            from pgmem.subjects as s
+            where s.tenant_id = v_tenant and s.links_pending_from is not null
+              and (p_subjects is null or s.subject = any (p_subjects))
+            order by s.subject
+            for update skip locked
+        loop
+            v_ids := array(
+                select m.memory_id
+                from pgmem.memories as m
+                where m.tenant_id = v_tenant and m.subject = v_pending.subject and m.status = 'active'
+                  and m.memory_id >= v_pending.links_pending_from and pgmem._episode_source(m.source)
+                  and (m.session_id is not null or m.triple_predicate is not null)
+                order by m.memory_id);
+            links := links + pgmem._link_at_write(v_tenant, v_ids, v_now);
+            update pgmem.subjects as s set links_pending_from = null
+            where s.tenant_id = v_tenant and s.subject = v_pending.subject;
+            subjects := subjects + 1;
+            episodes := episodes + pg_catalog.cardinality(v_ids);
+        end loop;
+    end loop;
+    return next;
+end
+$$;
+
+comment on function pgmem.link_episodes(timestamptz, text, text[]) is
+    'Makes the association links of the episodes written since each subject''s links_pending_from (of p_subjects, or every subject), as the write path makes a fact''s, and clears the mark; subjects a writer holds are left for the next run. The links job runs it every minute, the worker after each batch. Returns how many subjects, episodes and links. A tenant role links its own tenant''s (p_tenant NULL or its own); pgmem_admin every tenant''s or p_tenant''s.';
 
 create or replace function pgmem._consolidation_pool(
     p_tenant text,

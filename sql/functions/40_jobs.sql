@@ -38,11 +38,12 @@ as $$
     -- tasks) touches none of their tables. consolidate only queues work for
     -- the worker (32_consolidate.sql), over what the others left active.
     -- watchdog ends tenant sessions idle in a transaction past their limit.
-    select array['archive', 'decay', 'capacity', 'purge', 'sessions', 'consolidate', 'watchdog']
+    -- links makes the association links of the episodes written since.
+    select array['archive', 'decay', 'capacity', 'purge', 'sessions', 'consolidate', 'watchdog', 'links']
 $$;
 
 comment on function pgmem._job_names() is
-    'The maintenance jobs pgmem.run_job knows, in the order pgmem.maintain runs them: archive, decay, capacity, purge, sessions, consolidate, watchdog (internal).';
+    'The maintenance jobs pgmem.run_job knows, in the order pgmem.maintain runs them: archive, decay, capacity, purge, sessions, consolidate, watchdog, links (internal).';
 
 -- Replaced by a row lock in pgmem._job_locks: anyone can compute
 -- and hold an advisory key, and holding it switched maintenance off.
@@ -127,6 +128,7 @@ begin
                              || pg_catalog.jsonb_build_object('expired_tasks', pgmem.expire_tasks(p_now, p_tenant))
         when 'consolidate' then pg_catalog.jsonb_build_object('subjects', pgmem.mark_consolidation(p_now, p_tenant))
         when 'watchdog' then pg_catalog.jsonb_build_object('ended', pgmem.end_idle_transactions(p_tenant))
+        when 'links' then (select pg_catalog.to_jsonb(r) from pgmem.link_episodes(p_now, p_tenant) as r)
     end;
 end
 $$;
@@ -286,7 +288,7 @@ end
 $$;
 
 comment on function pgmem.run_job(text, timestamptz, text) is
-    'Runs one maintenance job (decay, archive, capacity, purge, sessions, consolidate, watchdog) over every tenant (or p_tenant) under its row lock in pgmem._job_locks (skip locked), and records it in pgmem.job_runs: ok with counts, skipped (lock held elsewhere) or failed with the error; a tenant whose rows fail the job gets a failed run of its own (counts.failed_tenants, message) while the others are maintained. Returns the recorded row; on a replica returns a skipped row at once and records nothing. pgmem_admin only.';
+    'Runs one maintenance job (decay, archive, capacity, purge, sessions, consolidate, watchdog, links) over every tenant (or p_tenant) under its row lock in pgmem._job_locks (skip locked), and records it in pgmem.job_runs: ok with counts, skipped (lock held elsewhere) or failed with the error; a tenant whose rows fail the job gets a failed run of its own (counts.failed_tenants, message) while the others are maintained. Returns the recorded row; on a replica returns a skipped row at once and records nothing. pgmem_admin only.';
 
 create or replace procedure pgmem.run_scheduled_job(p_job text)
 language plpgsql
@@ -325,16 +327,19 @@ as $$
 $$;
 
 comment on function pgmem.maintain(timestamptz, text) is
-    'Runs every maintenance job now, in order (archive, decay, capacity, purge, sessions, consolidate, watchdog), in the caller''s transaction; returns the recorded runs. `pgmem maintain` runs them one transaction each. pgmem_admin only.';
+    'Runs every maintenance job now, in order (archive, decay, capacity, purge, sessions, consolidate, watchdog, links), in the caller''s transaction; returns the recorded runs. `pgmem maintain` runs them one transaction each. pgmem_admin only.';
 
 -- The four-schedule forms predate the sessions job, the five-schedule ones
--- the consolidate job, the six-schedule ones the watchdog.
+-- the consolidate job, the six-schedule ones the watchdog, the seven-schedule
+-- ones the links job.
 drop function if exists pgmem.schedule(text, text, text, text);
 drop function if exists pgmem.cron_plan(text, text, text, text);
 drop function if exists pgmem.schedule(text, text, text, text, text);
 drop function if exists pgmem.cron_plan(text, text, text, text, text);
 drop function if exists pgmem.schedule(text, text, text, text, text, text);
 drop function if exists pgmem.cron_plan(text, text, text, text, text, text);
+drop function if exists pgmem.schedule(text, text, text, text, text, text, text);
+drop function if exists pgmem.cron_plan(text, text, text, text, text, text, text);
 
 create or replace function pgmem.cron_plan(
     p_decay text default '7 * * * *',
@@ -343,7 +348,8 @@ create or replace function pgmem.cron_plan(
     p_purge text default '37 3 * * *',
     p_sessions text default '*/15 * * * *',
     p_consolidate text default '47 3 * * *',
-    p_watchdog text default '* * * * *'
+    p_watchdog text default '* * * * *',
+    p_links text default '* * * * *'
 )
 returns table (job text, jobname text, schedule text, command text)
 language sql
@@ -356,17 +362,18 @@ as $$
     -- sessions every 15 minutes, so an expired task is cancelled soon after;
     -- consolidate nightly after purge, for the worker to write insights;
     -- watchdog every minute, so an idle open transaction ends soon after its limit.
+    -- links every minute, so a stated turn's links follow it within a minute.
     -- Minute-level cron syntax only: pg_cron 1.4 (Debian 12) has no seconds.
     select j.job, 'pgmem-' || j.job, j.schedule,
            pg_catalog.format('call pgmem.run_scheduled_job(%L)', j.job)
     from (values (1, 'decay', p_decay), (2, 'archive', p_archive),
                  (3, 'capacity', p_capacity), (4, 'purge', p_purge),
                  (5, 'sessions', p_sessions), (6, 'consolidate', p_consolidate),
-                 (7, 'watchdog', p_watchdog)) as j (position, job, schedule)
+                 (7, 'watchdog', p_watchdog), (8, 'links', p_links)) as j (position, job, schedule)
     order by j.position
 $$;
 
-comment on function pgmem.cron_plan(text, text, text, text, text, text, text) is
+comment on function pgmem.cron_plan(text, text, text, text, text, text, text, text) is
     'The pg_cron jobs pgmem.schedule() installs: job, cron job name, schedule (NULL = not scheduled) and command. Useful to schedule from another database with cron.schedule_in_database.';
 
 create or replace function pgmem._require_cron(p_for text)
@@ -416,7 +423,8 @@ create or replace function pgmem.schedule(
     p_purge text default '37 3 * * *',
     p_sessions text default '*/15 * * * *',
     p_consolidate text default '47 3 * * *',
-    p_watchdog text default '* * * * *'
+    p_watchdog text default '* * * * *',
+    p_links text default '* * * * *'
 )
 returns table (job text, jobname text, schedule text, command text, jobid bigint)
 language plpgsql
@@ -430,17 +438,17 @@ begin
     -- since cron.schedule upserts by job name, updated in place.
     perform cron.unschedule(c.jobid)
     from cron.job as c
-    join pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions, p_consolidate, p_watchdog) as p on p.jobname = c.jobname
+    join pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions, p_consolidate, p_watchdog, p_links) as p on p.jobname = c.jobname
     where p.schedule is null and c.database = pg_catalog.current_database();
     return query
     select p.job, p.jobname, p.schedule, p.command,
            case when p.schedule is not null then cron.schedule(p.jobname, p.schedule, p.command) end
-    from pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions, p_consolidate, p_watchdog) as p;
+    from pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions, p_consolidate, p_watchdog, p_links) as p;
 end
 $$;
 
-comment on function pgmem.schedule(text, text, text, text, text, text, text) is
-    'Installs (or updates) the pg_cron jobs pgmem-decay (default hourly), pgmem-archive, pgmem-capacity, pgmem-purge and pgmem-consolidate (daily), pgmem-sessions (every 15 minutes), pgmem-watchdog (every minute); a NULL schedule removes that job. Each runs pgmem.run_job as the calling role. Raises PM036 with a way out when pg_cron is not installed in this database.';
+comment on function pgmem.schedule(text, text, text, text, text, text, text, text) is
+    'Installs (or updates) the pg_cron jobs pgmem-decay (default hourly), pgmem-archive, pgmem-capacity, pgmem-purge and pgmem-consolidate (daily), pgmem-sessions (every 15 minutes), pgmem-watchdog and pgmem-links (every minute); a NULL schedule removes that job. Each runs pgmem.run_job as the calling role. Raises PM036 with a way out when pg_cron is not installed in this database.';
 
 create or replace function pgmem.unschedule()
 returns bigint
