@@ -581,7 +581,9 @@ class Worker:
             try:
                 with conn.transaction():
                     self._bind(conn, tenant)
-                    row = conn.execute(wq.LINK_EPISODES, {"subjects": sorted(names)}).fetchone()
+                    row = conn.execute(
+                        wq.LINK_EPISODES, {"tenant": tenant, "subjects": sorted(names)}
+                    ).fetchone()
             except psycopg.Error as exc:
                 if conn.broken:
                     raise

@@ -91,7 +91,7 @@ def test_maintain_runs_every_job_in_order(admin: psycopg.Connection) -> None:
         ("sessions", "ok", {"closed": 0, "purged_messages": 0, "expired_tasks": 0}),
         ("consolidate", "ok", {"subjects": 0}),
         ("watchdog", "ok", {"ended": 0}),
-        ("links", "ok", {"subjects": 0, "episodes": 0, "links": 0}),
+        ("links", "ok", {"subjects": 0, "episodes": 0, "links": 0, "waiting": 0}),
     ]
 
 

@@ -6,13 +6,18 @@ the tenant's login role."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
+import pytest
 from conftest import Db, Tenant
 from psycopg.types.json import Jsonb
+from typer.testing import CliRunner
+
+from pgmem.cli.app import app
 
 DIMS = 384
 NewTenant = Callable[[], Tenant]
@@ -322,6 +327,49 @@ def test_a_tenant_links_its_own_turns_only(db: Db, new_tenant: NewTenant) -> Non
     run = db.admin.execute("select status, counts from pgmem.run_job('links')").fetchone()
     assert run is not None and run[0] == "ok" and run[1]["episodes"] >= 2, run
     assert pending_from(b.conn) is None and len(links(b.conn)) == 1
+
+
+def test_linking_takes_a_chunk_of_subjects_a_transaction(db: Db, new_tenant: NewTenant) -> None:
+    t = new_tenant()
+
+    def turns(subjects: range) -> None:
+        items = [
+            {
+                "subject": f"user-{n:03}",
+                "content": c,
+                "embedding": e,
+                "kind": "episodic",
+                "source": "turn",
+                "session_id": "s1",
+            }
+            for n in subjects
+            for c, e in TURNS[:2]
+        ]
+        t.conn.execute("select pgmem.remember_many(%s)", (Jsonb(items),))
+
+    # 101 subjects with two turns each waiting: one more than the job's chunk.
+    turns(range(101))
+    db.admin.execute("call pgmem.run_scheduled_job('links')")
+    # The scheduled job went on, a transaction a chunk, until none waited.
+    runs = db.admin.execute(
+        "select counts from pgmem.job_runs where job = 'links' order by run_id desc limit 2"
+    ).fetchall()
+    assert [(r["subjects"], r["waiting"]) for (r,) in runs] == [(1, 0), (100, 1)], runs
+    assert len(links(t.conn)) == 101
+    # `pgmem maintain` goes on the same way.
+    turns(range(101, 202))
+    result = CliRunner().invoke(app, ["maintain", "-j", "links", "--dsn", db.dsn, "--json"])
+    assert result.exit_code == 0, result.output
+    counts = [(r["counts"]["subjects"], r["counts"]["waiting"]) for r in json.loads(result.output)]
+    assert counts == [(100, 1), (1, 0)]
+    # A caller bounds its own transaction the same way.
+    turns(range(202, 205))
+    first = t.conn.execute(
+        "select subjects, episodes, links, waiting from pgmem.link_episodes(p_limit => 2)"
+    ).fetchone()
+    assert first == (2, 4, 2, 1)
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        t.conn.execute("select pgmem.link_episodes(p_limit => 0)")
 
 
 def recall_ids(

@@ -317,9 +317,16 @@ def test_facts_of_one_batch_are_remembered_in_turn_order(
 def test_the_turns_a_batch_stored_are_linked_after_it(
     dsn: str, tenant_login: Login, embedder: LocalEmbedder
 ) -> None:
-    acme = tenant_login("acme")
+    acme, bravo = tenant_login("acme"), tenant_login("bravo")
     enqueue(acme, "dora", "We landed in Lisbon this morning", session_id="trip")
     enqueue(acme, "dora", "The hostel has a rooftop bar", session_id="trip")
+    # Another tenant's subject of the same name, its turns written by SQL.
+    for text in ("Landed in Rome", "The hotel is near the station"):
+        bravo.execute(
+            "select pgmem.remember('dora', %s, p_kind => 'episodic', p_source => 'turn',"
+            " p_session_id => 'trip')",
+            (text,),
+        )
     assert make_worker(dsn, embedder, batch=16).run(once=True).done == 2
     turns = [
         int(i)
@@ -339,6 +346,11 @@ def test_the_turns_a_batch_stored_are_linked_after_it(
         "select links_pending_from from pgmem.subjects where subject = 'dora'"
     ).fetchone()
     assert pending == (None,)
+    # The worker linked its own batch's subjects, not another tenant's: the job will.
+    waiting = bravo.execute(
+        "select links_pending_from is not null from pgmem.subjects where subject = 'dora'"
+    ).fetchone()
+    assert waiting == (True,)
 
 
 # -------------------------------------------------------------------- kill -9

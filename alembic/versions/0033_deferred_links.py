@@ -45,7 +45,21 @@ def upgrade() -> None:
     op.execute("reset role")
 
 
+UNSCHEDULE = """
+do $$
+begin
+    if pg_catalog.to_regclass('cron.job') is not null then
+        perform cron.unschedule(j.jobid) from cron.job as j
+        where j.jobname = 'pgmem-links' and j.database = pg_catalog.current_database();
+    end if;
+end
+$$;
+"""
+
+
 def downgrade() -> None:
+    # The job would fail every minute on a schema that no longer knows it.
+    op.execute(UNSCHEDULE)
     op.execute("set local role pgmem_admin")
     op.execute("delete from pgmem.job_runs where job = 'links'")
     op.execute("delete from pgmem._job_locks where job = 'links'")

@@ -64,6 +64,7 @@ from pgmem.consolidate(%(subject)s, %(source_ids)s::bigint[], %(content)s, %(emb
                        %(method)s, %(now)s::timestamptz) as r
 """
 
-LINK_EPISODES: Final = (
-    "select subjects, episodes, links from pgmem.link_episodes(p_subjects => %(subjects)s::text[])"
-)
+LINK_EPISODES: Final = """
+select subjects, episodes, links
+from pgmem.link_episodes(p_tenant => %(tenant)s, p_subjects => %(subjects)s::text[])
+"""

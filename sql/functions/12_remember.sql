@@ -220,7 +220,7 @@ declare
     v_newer_from timestamptz;
     -- Triple keys compare case-insensitively, without surrounding space.
     v_ann boolean;
-    v_links_pending boolean;
+    v_links_from bigint;
     v_row pgmem.memory_row;
     v_subject_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_subject));
     v_predicate_key text := pg_catalog.lower(pg_catalog.btrim(p_triple_predicate));
@@ -467,7 +467,7 @@ begin
 
     -- In the HNSW index when its subject is (pgmem._ann_subjects); read
     -- first: Citus plans no subquery inside INSERT … VALUES.
-    select s.ann, s.links_pending_from is not null into v_ann, v_links_pending
+    select s.ann, s.links_pending_from into v_ann, v_links_from
     from pgmem.subjects as s where s.tenant_id = p_tenant and s.subject = p_subject;
     v_row := row(p_subject, p_agent_id, p_session_id, p_kind, p_content, p_embedding, p_importance, p_confidence,
                  p_source, pg_catalog.btrim(p_triple_subject), pg_catalog.btrim(p_triple_predicate),
@@ -491,11 +491,13 @@ begin
     action := coalesce(action, 'inserted');
     memory_id := v_new_id;
     -- Association links (same_session, same_entity), 32_consolidate.sql: a
-    -- fact's now; an episode's later, by pgmem.link_episodes, once the
-    -- subject records that it has one waiting.
+    -- fact's now; an episode's later, by pgmem.link_episodes, from the
+    -- subject's oldest one waiting. (Ids rise within a subject on one server;
+    -- on Citus each node draws from a range of its own, hence the comparison.)
     if not pgmem._episode_source(p_source) then
         perform pgmem._link_at_write(p_tenant, array[v_new_id], p_now);
-    elsif not v_links_pending and (p_session_id is not null or v_row.triple_predicate is not null) then
+    elsif (v_links_from is null or v_links_from > v_new_id)
+          and (p_session_id is not null or v_row.triple_predicate is not null) then
         update pgmem.subjects as s set links_pending_from = v_new_id
         where s.tenant_id = p_tenant and s.subject = p_subject;
     end if;

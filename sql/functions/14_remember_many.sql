@@ -544,7 +544,8 @@ begin
               where b.action in ('inserted', 'merge_pending') and pgmem._episode_source(b.source)
                 and (b.session_id is not null or b.triple_predicate is not null)
               group by b.subject) as e
-        where s.tenant_id = v_tenant and s.subject = e.subject and s.links_pending_from is null;
+        where s.tenant_id = v_tenant and s.subject = e.subject
+          and (s.links_pending_from is null or s.links_pending_from > e.first_id);
 
         insert into pgmem.inbox (tenant_id, job, subject, session_id, agent_id, payload, available_at, created_at)
         select v_tenant, 'merge', b.subject, b.session_id, b.agent_id,

@@ -189,19 +189,23 @@ comment on function pgmem._link_at_write(text, bigint[], timestamptz) is
 
 -- An episode (a stated turn, pgmem._episode_source) is linked after its
 -- write, not in it: its links matter only to ripple recall, and reading its
--- session's turns and their links was a fifth to a quarter of a turn's
--- write. The write records the subject's oldest unlinked episode; this links
--- the subject's active episodes from there on as one batch of the write path
+-- session's turns and their links was a fifth to a half of a turn's write.
+-- The write records the subject's oldest unlinked episode; this links the
+-- subject's active episodes from there on as one batch of the write path
 -- would have (in id order, each seeing all the others), and clears the mark.
 -- Subjects locked by a writer are skipped: their mark stays for the next run.
--- What it costs a run is the write path's cost per episode: it moved, it did
--- not vanish.
+-- A subject it takes stays locked until the caller's transaction ends, so
+-- p_limit bounds how many one transaction takes; 'waiting' says how many
+-- marked subjects it left (over the limit, or held by a writer), for the
+-- caller to go on in a new transaction. What a run costs is the write path's
+-- cost per episode: it moved, it did not vanish.
 create or replace function pgmem.link_episodes(
     p_now timestamptz default null,
     p_tenant text default null,
-    p_subjects text[] default null
+    p_subjects text[] default null,
+    p_limit integer default null
 )
-returns table(subjects integer, episodes integer, links integer)
+returns table(subjects integer, episodes integer, links integer, waiting integer)
 language plpgsql
 volatile
 security invoker
@@ -215,6 +219,10 @@ declare
     v_pending record;
     v_ids bigint[];
 begin
+    if p_limit is not null and p_limit < 1 then
+        raise exception 'p_limit must be at least 1 (NULL: no limit), not %', p_limit
+            using errcode = '22023';
+    end if;
     subjects := 0;
     episodes := 0;
     links := 0;
@@ -225,12 +233,14 @@ begin
         where s.links_pending_from is not null and (v_scope is null or s.tenant_id = v_scope)
         order by s.tenant_id
     loop
+        exit when subjects >= p_limit;
         for v_pending in
             select s.subject, s.links_pending_from
             from pgmem.subjects as s
             where s.tenant_id = v_tenant and s.links_pending_from is not null
               and (p_subjects is null or s.subject = any (p_subjects))
             order by s.subject
+            limit p_limit - subjects
             for update skip locked
         loop
             v_ids := array(
@@ -247,12 +257,17 @@ begin
             episodes := episodes + pg_catalog.cardinality(v_ids);
         end loop;
     end loop;
+    -- Those this call took are no longer marked (to this transaction).
+    waiting := (select pg_catalog.count(*)
+                from pgmem.subjects as s
+                where s.links_pending_from is not null and (v_scope is null or s.tenant_id = v_scope)
+                  and (p_subjects is null or s.subject = any (p_subjects)));
     return next;
 end
 $$;
 
-comment on function pgmem.link_episodes(timestamptz, text, text[]) is
-    'Makes the association links of the episodes written since each subject''s links_pending_from (of p_subjects, or every subject), as the write path makes a fact''s, and clears the mark; subjects a writer holds are left for the next run. The links job runs it every minute, the worker after each batch. Returns how many subjects, episodes and links. A tenant role links its own tenant''s (p_tenant NULL or its own); pgmem_admin every tenant''s or p_tenant''s.';
+comment on function pgmem.link_episodes(timestamptz, text, text[], integer) is
+    'Makes the association links of the episodes written since each subject''s links_pending_from (of p_subjects, or every subject; at most p_limit subjects), as the write path makes a fact''s, and clears the mark; subjects a writer holds are left for the next run. The links job runs it every minute, 100 subjects a transaction; the worker after each batch. Returns how many subjects, episodes and links, and how many marked subjects are still waiting. A tenant role links its own tenant''s (p_tenant NULL or its own); pgmem_admin every tenant''s or p_tenant''s.';
 
 create or replace function pgmem._consolidation_pool(
     p_tenant text,

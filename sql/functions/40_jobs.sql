@@ -128,7 +128,9 @@ begin
                              || pg_catalog.jsonb_build_object('expired_tasks', pgmem.expire_tasks(p_now, p_tenant))
         when 'consolidate' then pg_catalog.jsonb_build_object('subjects', pgmem.mark_consolidation(p_now, p_tenant))
         when 'watchdog' then pg_catalog.jsonb_build_object('ended', pgmem.end_idle_transactions(p_tenant))
-        when 'links' then (select pg_catalog.to_jsonb(r) from pgmem.link_episodes(p_now, p_tenant) as r)
+        -- A subject it links stays locked until the run commits: a writer
+        -- of one waits at most for a chunk of 100, not for every subject.
+        when 'links' then (select pg_catalog.to_jsonb(r) from pgmem.link_episodes(p_now, p_tenant, null, 100) as r)
     end;
 end
 $$;
@@ -298,11 +300,22 @@ security invoker
 as $$
 declare
     v_run pgmem.job_runs;
+    v_chunks integer := 0;
 begin
-    v_run := pgmem.run_job(p_job);
-    -- The recorded run must outlive the error below, which is what makes
-    -- pg_cron's cron.job_run_details say 'failed' too.
-    commit;
+    loop
+        v_run := pgmem.run_job(p_job);
+        -- The recorded run must outlive the error below, which is what makes
+        -- pg_cron's cron.job_run_details say 'failed' too.
+        commit;
+        v_chunks := v_chunks + 1;
+        -- links works in chunks of subjects, a transaction each: go on while
+        -- subjects wait and the last chunk linked some (none: writers hold
+        -- the rest, left for the next run), up to 100 chunks a call.
+        exit when p_job <> 'links' or v_run.status <> 'ok'
+                  or coalesce((v_run.counts ->> 'waiting')::integer, 0) = 0
+                  or coalesce((v_run.counts ->> 'subjects')::integer, 0) = 0
+                  or v_chunks >= 100;
+    end loop;
     if v_run.status = 'failed' then
         raise exception 'pgmem job % failed: %', p_job, v_run.message
             using errcode = 'PM037', hint = 'The run is recorded in pgmem.job_runs (`pgmem jobs`).';
@@ -311,7 +324,7 @@ end
 $$;
 
 comment on procedure pgmem.run_scheduled_job(text) is
-    'What pg_cron calls: pgmem.run_job(p_job), committed, then error PM037 if the run failed, so that cron.job_run_details records the failure that pgmem.job_runs records. pgmem_admin only.';
+    'What pg_cron calls: pgmem.run_job(p_job), committed (links: again while subjects wait, a chunk of 100 a transaction, up to 100 chunks), then error PM037 if the run failed, so that cron.job_run_details records the failure that pgmem.job_runs records. pgmem_admin only.';
 
 create or replace function pgmem.maintain(p_now timestamptz default pg_catalog.now(), p_tenant text default null)
 returns setof pgmem.job_runs

@@ -104,7 +104,7 @@ begin
             from pgmem.scheduled_jobs() as s where s.last_status = 'failed';
             if v_names is not null then
                 return query select 'cron jobs', 'warn',
-                    pg_catalog.format('not scheduled: %s (memories never decay or get archived)', v_names),
+                    pg_catalog.format('not scheduled: %s (their maintenance never runs)', v_names),
                     '`pgmem schedule` installs them'::text;
             elsif v_error is not null then
                 return query select 'cron jobs', 'warn', pg_catalog.format('last run failed: %s', v_error),
