@@ -329,6 +329,23 @@ def test_a_tenant_links_its_own_turns_only(db: Db, new_tenant: NewTenant) -> Non
     assert pending_from(b.conn) is None and len(links(b.conn)) == 1
 
 
+def test_a_turn_archived_before_its_links_gets_them_when_restored(
+    db: Db, new_tenant: NewTenant
+) -> None:
+    t = new_tenant()
+    first = stated(t.conn, TURNS[0][0], TURNS[0][1], "s1")
+    second = stated(t.conn, TURNS[1][0], TURNS[1][1], "s1")
+    db.admin.execute("update pgmem.memories set status = 'archived' where memory_id = %s", (first,))
+    t.conn.execute("select pgmem.link_episodes()")
+    assert links(t.conn) == set() and pending_from(t.conn) is None
+    t.conn.execute("select pgmem.restore(%s)", (first,))
+    assert linked(t.conn, first, second) == "same_session"
+    # Restored again after another archive, a linked turn gains no second link.
+    db.admin.execute("update pgmem.memories set status = 'archived' where memory_id = %s", (first,))
+    t.conn.execute("select pgmem.restore(%s)", (first,))
+    assert len(links(t.conn)) == 1
+
+
 def test_linking_takes_a_chunk_of_subjects_a_transaction(db: Db, new_tenant: NewTenant) -> None:
     t = new_tenant()
 

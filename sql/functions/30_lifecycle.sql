@@ -478,6 +478,17 @@ begin
     update pgmem.subjects as s
     set rows_counted = null
     where s.tenant_id = v_memory.tenant_id and s.subject = v_memory.subject;
+    -- An episode archived before pgmem.link_episodes reached it has no
+    -- association links, and no later run takes it (its subject's mark has
+    -- moved on): it gets them now, under its subject's lock as any linking.
+    if pgmem._episode_source(v_memory.source)
+       and (v_memory.session_id is not null or v_memory.triple_predicate is not null)
+       and not exists (select from pgmem.memory_links as l
+                       where l.tenant_id = v_memory.tenant_id and l.link_type in ('same_session', 'same_entity')
+                         and (l.from_id = v_memory.memory_id or l.to_id = v_memory.memory_id)) then
+        perform pgmem._lock_subjects(v_memory.tenant_id, array[v_memory.subject], p_now);
+        perform pgmem._link_at_write(v_memory.tenant_id, array[v_memory.memory_id], p_now);
+    end if;
     insert into pgmem.memory_events (tenant_id, memory_id, subject, event, details, created_at)
     values (v_memory.tenant_id, v_memory.memory_id, v_memory.subject, 'restore',
             pg_catalog.jsonb_build_object('from', 'archived', 'expiry_cleared', v_expired), p_now);
@@ -486,7 +497,7 @@ end
 $$;
 
 comment on function pgmem.restore(bigint, timestamptz) is
-    'Brings an archived memory back into recall (active, last access = p_now, a passed expiry cleared) and logs a restore event; returns the row. Unknown id: PM030; not archived: PM031; an active duplicate exists: PM032.';
+    'Brings an archived memory back into recall (active, last access = p_now, a passed expiry cleared; an episode archived before it was linked gets its association links) and logs a restore event; returns the row. Unknown id: PM030; not archived: PM031; an active duplicate exists: PM032.';
 
 -- Function grants: 99_grants.sql. Tenant roles may maintain and restore
 -- their own memories (RLS confines them); pgmem_admin runs them across tenants.
