@@ -52,10 +52,6 @@ def _connect(dsn: str | None) -> psycopg.Connection[dict[str, Any]]:
     return psycopg.connect(dsn_for(dsn), autocommit=True, row_factory=dict_row)
 
 
-# As pgmem.run_scheduled_job: at most this many runs of the links job in one call.
-LINK_CHUNKS = 100
-
-
 def maintain(
     job: Annotated[
         list[str] | None,
@@ -83,22 +79,17 @@ def maintain(
         jobs = job or list(row["jobs"])
         rows = []
         for name in jobs:
-            # links takes 100 subjects a transaction (their writers wait for it meanwhile):
-            # run it again while subjects wait and the last run linked some, as pg_cron does.
-            for _ in range(LINK_CHUNKS):
+            # Each run its own transaction; links goes on in chunks, as pg_cron runs it.
+            runs, again = 0, True
+            while again:
+                runs += 1
                 run = conn.execute(
-                    admin_queries.RUN_JOB, {"job": name, "now": now, "tenant": tenant}
+                    admin_queries.RUN_JOB,
+                    {"job": name, "now": now, "tenant": tenant, "runs": runs},
                 ).fetchone()
                 assert run is not None
+                again = run.pop("again")
                 rows.append(run)
-                counts = run["counts"] or {}
-                if not (
-                    name == "links"
-                    and run["status"] == "ok"
-                    and counts.get("waiting", 0) > 0
-                    and counts.get("subjects", 0) > 0
-                ):
-                    break
     print_rows(
         rows,
         as_json=as_json,

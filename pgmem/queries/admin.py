@@ -19,10 +19,12 @@ DROP_TENANT: Final = "select pgmem.drop_tenant(%(tenant)s) as memories"
 # ------------------------------------------------------------------- maintenance
 
 JOB_NAMES: Final = "select pgmem._job_names() as jobs"
-# p_now NULL would mean "no clock", so an absent --now becomes now().
-RUN_JOB: Final = (
-    "select * from pgmem.run_job(%(job)s, coalesce(%(now)s::timestamptz, now()), %(tenant)s)"
-)
+# p_now NULL would mean "no clock", so an absent --now becomes now(). again: whether to
+# run it once more, in a new transaction (pgmem._run_again; %(runs)s so far).
+RUN_JOB: Final = """
+select r.*, pgmem._run_again(r.job, r.status, r.counts, %(runs)s) as again
+from pgmem.run_job(%(job)s, coalesce(%(now)s::timestamptz, now()), %(tenant)s) as r
+"""
 MAINTAIN: Final = "select * from pgmem.maintain()"
 CRON_PLAN: Final = "select job, schedule from pgmem.cron_plan()"
 SCHEDULE: Final = (

@@ -497,7 +497,7 @@ begin
     if not pgmem._episode_source(p_source) then
         perform pgmem._link_at_write(p_tenant, array[v_new_id], p_now);
     elsif (v_links_from is null or v_links_from > v_new_id)
-          and (p_session_id is not null or v_row.triple_predicate is not null) then
+          and pgmem._linkable(p_session_id, v_row.triple_predicate) then
         update pgmem.subjects as s set links_pending_from = v_new_id
         where s.tenant_id = p_tenant and s.subject = p_subject;
     end if;

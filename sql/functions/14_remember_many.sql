@@ -542,7 +542,7 @@ begin
         from (select b.subject, pg_catalog.min(b.memory_id) as first_id
               from pg_temp._pgmem_batch as b
               where b.action in ('inserted', 'merge_pending') and pgmem._episode_source(b.source)
-                and (b.session_id is not null or b.triple_predicate is not null)
+                and pgmem._linkable(b.session_id, b.triple_predicate)
               group by b.subject) as e
         where s.tenant_id = v_tenant and s.subject = e.subject
           and (s.links_pending_from is null or s.links_pending_from > e.first_id);

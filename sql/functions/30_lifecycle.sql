@@ -482,7 +482,7 @@ begin
     -- association links, and no later run takes it (its subject's mark has
     -- moved on): it gets them now, under its subject's lock as any linking.
     if pgmem._episode_source(v_memory.source)
-       and (v_memory.session_id is not null or v_memory.triple_predicate is not null)
+       and pgmem._linkable(v_memory.session_id, v_memory.triple_predicate)
        and not exists (select from pgmem.memory_links as l
                        where l.tenant_id = v_memory.tenant_id and l.link_type in ('same_session', 'same_entity')
                          and (l.from_id = v_memory.memory_id or l.to_id = v_memory.memory_id)) then

@@ -71,6 +71,21 @@ $$;
 comment on function pgmem._entities(text, text, text) is
     'The normalized entity names of a triple (subject unless the user, qualifier of a predicate like opinion_of:x, else the object; no numbers): what same_entity links compare (internal).';
 
+-- What an association link can join a memory by: its session, or its
+-- triple's entities. A memory with neither links to nothing, now or later.
+-- SQL without a SET clause, so a query inlines it.
+create or replace function pgmem._linkable(p_session_id text, p_triple_predicate text)
+returns boolean
+language sql
+immutable parallel safe
+security invoker
+as $$
+    select p_session_id is not null or p_triple_predicate is not null
+$$;
+
+comment on function pgmem._linkable(text, text) is
+    'Whether a memory with this session and triple predicate can get association links (same_session, same_entity) at all (internal).';
+
 create or replace function pgmem._link_at_write(p_tenant text, p_memory_ids bigint[], p_now timestamptz)
 returns integer
 language plpgsql
@@ -109,7 +124,7 @@ begin
         -- Nothing to link for a fact no longer active, or without a session
         -- or a triple (most direct writes).
         continue when v_fact.status is distinct from 'active'
-                      or (v_fact.session_id is null and v_fact.triple_predicate is null);
+                      or not pgmem._linkable(v_fact.session_id, v_fact.triple_predicate);
         v_entities := v_fact.entities;
         -- The new fact's own room: a batch's earlier facts may have linked to it.
         v_used := (select pg_catalog.count(*) from pgmem.memory_links as l
@@ -248,7 +263,7 @@ begin
                 from pgmem.memories as m
                 where m.tenant_id = v_tenant and m.subject = v_pending.subject and m.status = 'active'
                   and m.memory_id >= v_pending.links_pending_from and pgmem._episode_source(m.source)
-                  and (m.session_id is not null or m.triple_predicate is not null)
+                  and pgmem._linkable(m.session_id, m.triple_predicate)
                 order by m.memory_id);
             links := links + pgmem._link_at_write(v_tenant, v_ids, v_now);
             update pgmem.subjects as s set links_pending_from = null

@@ -292,6 +292,27 @@ $$;
 comment on function pgmem.run_job(text, timestamptz, text) is
     'Runs one maintenance job (decay, archive, capacity, purge, sessions, consolidate, watchdog, links) over every tenant (or p_tenant) under its row lock in pgmem._job_locks (skip locked), and records it in pgmem.job_runs: ok with counts, skipped (lock held elsewhere) or failed with the error; a tenant whose rows fail the job gets a failed run of its own (counts.failed_tenants, message) while the others are maintained. Returns the recorded row; on a replica returns a skipped row at once and records nothing. pgmem_admin only.';
 
+-- The links job takes a chunk of subjects a transaction (its writers wait
+-- for it meanwhile): whoever runs it goes on, in a new transaction, while
+-- subjects wait and the last chunk linked some (none: writers hold the rest,
+-- left for the next run), up to 100 runs a call.
+-- (Its run's fields, not a job_runs row: Citus distributes every pgmem
+-- function, and job_runs, cluster-wide history, is a table it does not.)
+create or replace function pgmem._run_again(p_job text, p_status text, p_counts jsonb, p_runs integer)
+returns boolean
+language sql
+immutable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select p_job = 'links' and p_status = 'ok' and p_runs < 100
+           and coalesce((p_counts ->> 'waiting')::integer, 0) > 0
+           and coalesce((p_counts ->> 'subjects')::integer, 0) > 0
+$$;
+
+comment on function pgmem._run_again(text, text, jsonb, integer) is
+    'Whether a job that has just run (p_runs times in this call) should run again in a new transaction: links, while subjects wait and its last chunk linked some, up to 100 runs (internal; pgmem.run_scheduled_job and `pgmem maintain`).';
+
 create or replace procedure pgmem.run_scheduled_job(p_job text)
 language plpgsql
 security invoker
@@ -300,21 +321,15 @@ security invoker
 as $$
 declare
     v_run pgmem.job_runs;
-    v_chunks integer := 0;
+    v_runs integer := 0;
 begin
     loop
         v_run := pgmem.run_job(p_job);
         -- The recorded run must outlive the error below, which is what makes
         -- pg_cron's cron.job_run_details say 'failed' too.
         commit;
-        v_chunks := v_chunks + 1;
-        -- links works in chunks of subjects, a transaction each: go on while
-        -- subjects wait and the last chunk linked some (none: writers hold
-        -- the rest, left for the next run), up to 100 chunks a call.
-        exit when p_job <> 'links' or v_run.status <> 'ok'
-                  or coalesce((v_run.counts ->> 'waiting')::integer, 0) = 0
-                  or coalesce((v_run.counts ->> 'subjects')::integer, 0) = 0
-                  or v_chunks >= 100;
+        v_runs := v_runs + 1;
+        exit when not pgmem._run_again(v_run.job, v_run.status, v_run.counts, v_runs);
     end loop;
     if v_run.status = 'failed' then
         raise exception 'pgmem job % failed: %', p_job, v_run.message

@@ -18,6 +18,7 @@ revoke execute on function
     pgmem.tenant_summary(),
     pgmem._job_names(),
     pgmem._job_lock_holder(text),
+    pgmem._run_again(text, text, jsonb, integer),
     pgmem._require_cron(text),
     -- security definer: bypasses RLS to cover every tenant.
     pgmem.run_job(text, timestamptz, text),
