@@ -362,6 +362,12 @@ def test_ingest_stores_each_turn_as_a_dated_linked_memory(
         "select count(*) as n from pgmem.memory_events where event = 'insert'"
     ).fetchone()
     assert events is not None and events["n"] == 36
+    # The embedder's model is the tenant's, as an application's first write makes it:
+    # recall reads that model's floor and similarity base.
+    model = service.execute(
+        "select embedding_model from pgmem.settings where tenant_id = %s", (ev.TENANT,)
+    ).fetchone()
+    assert model == {"embedding_model": WordHashEmbedder.model}
 
 
 def test_ingest_runs_under_row_level_security(

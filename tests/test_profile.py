@@ -1,7 +1,8 @@
 """The core profile (always in the prompt) and the relevance floor (nothing
 unrelated in it): selection rules, editing from SQL, Python and the CLI, the
-prompt and context sections, and the floor per embedding model, through the
-write path with the default embedder and with controlled vectors."""
+prompt and context sections, and the floor and the similarity base per
+embedding model, through the write path with the default embedder and with
+controlled vectors."""
 
 from __future__ import annotations
 
@@ -374,6 +375,84 @@ def test_the_floor_is_the_embedding_models(new_tenant: Callable[[], Tenant], db:
         db.admin.execute(
             "update pgmem.settings set min_similarity = 2 where tenant_id = %s", (t.name,)
         )
+
+
+def test_similarity_counts_from_where_the_model_puts_unrelated_text(
+    new_tenant: Callable[[], Tenant], db: Db
+) -> None:
+    rows = db.admin.execute(
+        "select m, pgmem.model_similarity_base(m) from unnest(array["
+        "'multilingual-e5-small-q4', 'all-MiniLM-L6-v2', 'some-model']) as m"
+    ).fetchall()
+    assert dict(rows) == {
+        "multilingual-e5-small-q4": pytest.approx(0.6),
+        "all-MiniLM-L6-v2": pytest.approx(0.0),
+        "some-model": None,
+    }
+    t = new_tenant()
+    # No floor here: only the order is under test.
+    db.admin.execute(
+        "update pgmem.settings set min_similarity = -1, relative_floor = 0 where tenant_id = %s",
+        (t.name,),
+    )
+    # Cosines with the query 0.86 (two half-lives since it was last used) and 0.84 (new).
+    older = remember(
+        t,
+        "Alice's flight lands at nine",
+        embedding=unit((0, 1.0), (1, 0.5934)),
+        kind="episodic",
+        now="2026-01-01T00:00:00Z",
+    )
+    newer = remember(
+        t,
+        "Alice booked a window seat",
+        embedding=unit((0, 1.0), (2, 0.6459)),
+        kind="episodic",
+        now="2026-03-02T00:00:00Z",
+    )
+    query = unit((0, 1.0))
+
+    def ranked() -> list[int]:
+        got = t.conn.execute(
+            "select memory_id from pgmem.recall('alice', null, %s::vector,"
+            " p_now => '2026-03-02T00:00:00Z', p_reinforce => false)",
+            (query,),
+        ).fetchall()
+        return [r[0] for r in got]
+
+    def setting(assignment: str) -> None:
+        db.admin.execute(f"update pgmem.settings set {assignment} where tenant_id = %s", (t.name,))
+
+    # Raw cosine (a model not measured): 0.6 * 0.86 + 0.02 * 0.25 = 0.521 against
+    # 0.6 * 0.84 + 0.02 * 1 = 0.524, and recency decides.
+    assert ranked() == [newer, older]
+    # e5 gives unrelated text ~0.74: from its base 0.6 the two are 0.65 and 0.6,
+    # and the one the query is closer to comes first.
+    setting("embedding_model = 'multilingual-e5-small-q4'")
+    assert ranked() == [older, newer]
+    row = t.conn.execute(
+        "select relevance, similarity from pgmem.recall('alice', null, %s::vector,"
+        " p_now => '2026-03-02T00:00:00Z', p_reinforce => false) order by memory_id",
+        (query,),
+    ).fetchone()
+    assert row is not None
+    # relevance counts from the base; the similarity reported stays the cosine.
+    assert row == (pytest.approx(0.65, abs=5e-3), pytest.approx(0.86, abs=5e-3))
+    setting("similarity_base = 0")  # the tenant's own base wins
+    assert ranked() == [newer, older]
+    setting("similarity_base = 0.5")
+    assert ranked() == [older, newer]
+    # Text with the vector: the similarity part is measured from the base too.
+    setting("similarity_base = null")
+    got = t.conn.execute(
+        "select memory_id from pgmem.recall('alice', 'nothing in common', %s::vector,"
+        " p_now => '2026-03-02T00:00:00Z', p_reinforce => false)",
+        (query,),
+    ).fetchall()
+    assert [r[0] for r in got] == [older, newer]
+    for bad in ("1", "-0.1"):
+        with pytest.raises(psycopg.errors.CheckViolation):
+            setting(f"similarity_base = {bad}")
 
 
 def test_off_topic_questions_find_nothing_through_the_write_path(

@@ -514,8 +514,12 @@ def ingest(
     set-wise, not through ``pgmem.remember``: its near-duplicate merging would fold short
     turns ("Thanks!") together, and the evaluation needs every turn findable by its id.
     What that path keeps of the turns is :mod:`pgmem.lab.write_path`'s measurement.
+    The embedder's model is declared, and so recorded as the tenant's, as an
+    application's first write records it: recall then reads its calibrated floor and
+    similarity base as it would for that application.
     """
     stats = IngestStats()
+    conn.execute(Q.DECLARE_MODEL, {"model": embedder.model})
     rows = turn_rows(conversations, captions=captions)
     stats.turns = len(rows)
     started = time.perf_counter()

@@ -6,6 +6,9 @@ from typing import Final
 
 from psycopg import sql
 
+# The embedder's model, for this session and (the first time) as the tenant's, so that
+# recall and the write path read that model's calibrations.
+DECLARE_MODEL: Final = "select pgmem.use_embedding_model(%(model)s, false)"
 STAGE_TURNS: Final = """
 create temporary table _eval_turns (
     subject    text not null,
@@ -248,7 +251,6 @@ where i.status = 'pending'
 """
 # The pair corpus (pgmem.lab.pairs): two statements of one subject through remember,
 # the evidence beside similarity, and the decision replayed over a threshold grid.
-DECLARE_MODEL: Final = "select pgmem.use_embedding_model(%(model)s, false)"
 MODEL_THRESHOLDS: Final = """
 select t.duplicate_threshold as dup, t.merge_threshold as merge
 from pgmem.model_thresholds(%(model)s) as t

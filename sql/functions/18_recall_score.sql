@@ -59,6 +59,26 @@ $$;
 comment on function pgmem._similarity(double precision) is
     'Recall''s similarity part: max(0, 1 - cosine distance), NULL for no vector or a NaN distance (internal).';
 
+-- A similarity as the share of the way from the model's base (what it gives
+-- unrelated text, settings.similarity_base resolved by recall) to 1. An
+-- embedding model whose unrelated pairs score 0.7 spreads its similarities
+-- over the top quarter of [0, 1]: raw, they would weigh a quarter of what
+-- the text match and the other parts of the score weigh, and a little
+-- recency would outrank what the query is about. NULL base: raw similarity.
+create or replace function pgmem._similarity_above_base(p_similarity real, p_base real)
+returns real
+language sql
+immutable parallel safe
+security invoker
+as $$
+    select coalesce(pg_catalog.float8larger(0, (p_similarity operator(pg_catalog.-) coalesce(p_base, 0))
+                                               operator(pg_catalog./) (1 operator(pg_catalog.-) coalesce(p_base, 0))),
+                    0)::real
+$$;
+
+comment on function pgmem._similarity_above_base(real, real) is
+    'A similarity s measured from a base b: max(0, (s − b) / (1 − b)), 0 for no similarity; b NULL counts as 0 (internal; recall''s relevance).';
+
 create or replace function pgmem._relevance(
     p_settings pgmem.settings,
     p_by_vector boolean,
@@ -73,17 +93,18 @@ security invoker
 as $$
     select (case
                 when p_by_vector and p_by_text
-                    then (p_settings.w_vector operator(pg_catalog.*) coalesce(p_similarity, 0))
+                    then (p_settings.w_vector
+                          operator(pg_catalog.*) pgmem._similarity_above_base(p_similarity, p_settings.similarity_base))
                          operator(pg_catalog.+) ((1 operator(pg_catalog.-) p_settings.w_vector)
                                                  operator(pg_catalog.*) p_text_match)
-                when p_by_vector then coalesce(p_similarity, 0)
+                when p_by_vector then pgmem._similarity_above_base(p_similarity, p_settings.similarity_base)
                 when p_by_text then p_text_match
                 else 0
             end)::real
 $$;
 
 comment on function pgmem._relevance(pgmem.settings, boolean, boolean, real, real) is
-    'Recall''s relevance part: w_vector·similarity + (1 − w_vector)·text_match when the query has a vector and terms, either one alone otherwise, 0 with neither (internal).';
+    'Recall''s relevance part: w_vector·s + (1 − w_vector)·text_match when the query has a vector and terms, either one alone otherwise, 0 with neither; s is the similarity measured from settings.similarity_base (pgmem._similarity_above_base) (internal).';
 
 create or replace function pgmem._recency(
     p_pinned boolean,

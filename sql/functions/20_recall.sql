@@ -15,10 +15,15 @@
 --                      each term weighs its idf among the subject's active
 --                      memories, ln(1 + (N + 1) / (df + 1)), so rare words
 --                      count for more than a name in every other memory
---        relevance   = w_vector·similarity + (1 − w_vector)·text_match with
---                      both inputs (settings.w_vector, default 0.6),
---                      similarity alone with an embedding only, text_match
---                      alone with text only (0 with neither)
+--        relevance   = w_vector·s + (1 − w_vector)·text_match with both
+--                      inputs (settings.w_vector, default 0.6), s alone
+--                      with an embedding only, text_match alone with text
+--                      only (0 with neither); s = max(0, (similarity − b) /
+--                      (1 − b)), b where the embedding model puts unrelated
+--                      text (settings.similarity_base, NULL: the model's,
+--                      pgmem.model_similarity_base), so a model whose
+--                      cosines crowd near 1 weighs as much as one that uses
+--                      the whole range
 --        importance  = the memory's importance as written (not the decayed
 --                      effective_importance: time is the recency part's job)
 --        recency     = exp(-λ_kind · hours since last access),
@@ -220,6 +225,9 @@ begin
     -- The relevance floor of the tenant's embedding model unless it set its own.
     v_settings.min_similarity := coalesce(v_settings.min_similarity,
                                           pgmem.model_relevance_floor(v_settings.embedding_model));
+    -- Where the model puts unrelated text, unless the tenant set it.
+    v_settings.similarity_base := coalesce(v_settings.similarity_base,
+                                           pgmem.model_similarity_base(v_settings.embedding_model));
 
     -- A query vector is checked like a stored one (PM015 size, PM017 zero or
     -- degenerate); a vector cannot hold NaN, pgvector refuses it on input.

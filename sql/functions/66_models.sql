@@ -475,3 +475,25 @@ $$;
 
 comment on function pgmem.model_relevance_floor(text) is
     'The calibrated relevance floor (cosine similarity of query and memory) of an embedding model, chosen on LoCoMo (docs/eval.md); NULL for a model not measured. A tenant''s settings.min_similarity, when set, overrides it.';
+
+-- Where an embedding model puts unrelated text, as recall's relevance counts
+-- a similarity from it (pgmem._similarity_above_base). Measured on LoCoMo's
+-- dev questions, each against the turns of another conversation: e5 gives
+-- them 0.74 on average (the Chinese set 0.82), MiniLM 0.10. The value is the
+-- one, of the bases tried up to that average, with the best sum of hybrid
+-- and ripple recall@5 on the first half of each conversation's questions;
+-- the second half and the Chinese set check it (docs/eval.md, "Similarity
+-- base"). A model not measured: NULL, raw similarity.
+create or replace function pgmem.model_similarity_base(p_model text)
+returns real
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select (case p_model when 'multilingual-e5-small-q4' then 0.6
+                         when 'all-MiniLM-L6-v2' then 0 end)::real
+$$;
+
+comment on function pgmem.model_similarity_base(text) is
+    'The cosine similarity an embedding model gives unrelated text, as recall''s relevance measures similarity from it (chosen on LoCoMo, docs/eval.md); NULL for a model not measured. A tenant''s settings.similarity_base, when set, overrides it.';
