@@ -329,6 +329,24 @@ def test_a_tenant_links_its_own_turns_only(db: Db, new_tenant: NewTenant) -> Non
     assert pending_from(b.conn) is None and len(links(b.conn)) == 1
 
 
+def test_the_links_job_visits_only_tenants_whose_turns_wait(db: Db, new_tenant: NewTenant) -> None:
+    """Where a run goes tenant by tenant (Citus: a call routed to each tenant's shard,
+    every minute), links visits the tenants with a marked subject, not every tenant."""
+    waiting, idle = new_tenant(), new_tenant()
+    stated(waiting.conn, *TURNS[0], "s1")
+
+    def visited(job: str) -> set[str]:
+        rows = db.admin.execute("select t from pgmem._job_tenants(%s) as t", (job,)).fetchall()
+        return {r[0] for r in rows}
+
+    assert waiting.name in visited("links") and idle.name not in visited("links")
+    assert {waiting.name, idle.name} <= visited("decay")
+    waiting.conn.execute("select pgmem.link_episodes()")
+    assert waiting.name not in visited("links")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        idle.conn.execute("select pgmem._job_tenants('links')")
+
+
 def test_a_turn_archived_before_its_links_gets_them_when_restored(
     db: Db, new_tenant: NewTenant
 ) -> None:

@@ -138,6 +138,31 @@ $$;
 comment on function pgmem._job_counts(text, timestamptz, text) is
     'Runs the work of one maintenance job for p_tenant (NULL = every tenant) and returns its counts as jsonb; pgmem.run_job locks, loops and records (internal).';
 
+-- The tenants a run goes through one by one (on Citus, or when a tenant's
+-- rows fail the set-based statement): every tenant, but for links only
+-- those with a marked subject. links runs every minute, and on Citus each
+-- tenant is a call routed to its shard, made whether it has work or not.
+create or replace function pgmem._job_tenants(p_job text)
+returns setof text
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_job = 'links' then
+        return query
+        select distinct s.tenant_id from pgmem.subjects as s where s.links_pending_from is not null
+        order by s.tenant_id;
+    else
+        return query select t.tenant_id from pgmem.tenants as t order by t.tenant_id;
+    end if;
+end
+$$;
+
+comment on function pgmem._job_tenants(text) is
+    'The tenants pgmem.run_job visits one by one for a job: every tenant, or for links those with a subject whose links wait (internal).';
+
 create or replace function pgmem.run_job(
     p_job text,
     p_now timestamptz default pg_catalog.now(),
@@ -230,7 +255,7 @@ begin
                 -- fails, as a set-based one would.
                 v_counts := '{}';
                 v_tried := 0;
-                for v_tenant in select t.tenant_id from pgmem.tenants as t order by t.tenant_id loop
+                for v_tenant in select t.tenant from pgmem._job_tenants(p_job) as t(tenant) loop
                     v_tried := v_tried + 1;
                     v_part_started := pg_catalog.clock_timestamp();
                     begin

@@ -65,7 +65,10 @@ revoke execute on function
 from pgmem_app;
 grant execute on function pgmem.node_distribution(), pgmem._require_citus() to pgmem_readonly;
 -- The job runner's work (40_jobs.sql) is administration, as pgmem.run_job is.
-revoke execute on function pgmem._job_counts(text, timestamptz, text) from pgmem_app;
+revoke execute on function
+    pgmem._job_counts(text, timestamptz, text),
+    pgmem._job_tenants(text)
+from pgmem_app;
 -- r-embed (66_models.sql): re-embed jobs are queued by pgmem.start_reembed and
 -- pgmem.stage_reembed (owner rights), never directly by applications.
 revoke execute on function pgmem._queue_reembed(text, text, integer) from pgmem_app;
