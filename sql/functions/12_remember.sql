@@ -236,10 +236,13 @@ declare
     v_key_same boolean;  -- the row holding the new fact's triple key has its object too
     v_refines text;      -- 'within': the new object is part of that row's; 'around': it holds it
 begin
-    -- 2. The same fact in other words is the same fact: reinforce it.
+    -- 2. The same fact in other words is the same fact: reinforce it. A
+    -- turn meets only turns and a fact only facts: a fact said word for
+    -- word by its turn is still a fact, with its kind and triple.
     select m.memory_id into v_id
     from pgmem.memories as m
-    where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active' and m.content_hash = v_hash;
+    where m.tenant_id = p_tenant and m.subject = p_subject and m.status = 'active' and m.content_hash = v_hash
+      and pgmem._episode_source(m.source) = pgmem._episode_source(p_source);
     if found then
         action := pgmem._write_action(p_settings, true, null, null, null);
         similarity := 1;

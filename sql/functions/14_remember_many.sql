@@ -295,7 +295,7 @@ begin
            coalesce(x.expires_at, pgmem._default_expiry(v_settings, x.kind, x.valid_from)),
            x.check_conflicts, x.terms, x.marks,
            x.rule,
-           pg_catalog.count(*) over (partition by x.subject, x.content_hash) > 1
+           pg_catalog.count(*) over (partition by x.subject, x.content_hash, pgmem._episode_source(x.source)) > 1
            or (x.triple_predicate is not null
                and pg_catalog.count(*) over (partition by x.subject, pg_catalog.lower(x.triple_subject),
                                                           pg_catalog.lower(x.triple_predicate)) > 1),
@@ -341,7 +341,8 @@ begin
         set exact_id = m.memory_id
         from pgmem.memories as m
         where b.rejected_rule is null
-          and m.tenant_id = v_tenant and m.subject = b.subject and m.status = 'active' and m.content_hash = b.content_hash;
+          and m.tenant_id = v_tenant and m.subject = b.subject and m.status = 'active' and m.content_hash = b.content_hash
+          and pgmem._episode_source(m.source) = pgmem._episode_source(b.source);
 
         -- Each subject's active rows read once for all its items
         -- (pgmem._neighbours): the nearest row within merge_threshold, and

@@ -1,8 +1,8 @@
 -- Store items: a key-value store on memories (the LangGraph store, or any app
 -- that keeps state by key). An item is a memory of its own, source 'store':
 -- its key (memories.item_key) is unique among the subject's active items,
--- as memories_active_content holds one row per content_hash and an item's
--- content_hash is its key's (pgmem._item_hash); its value
+-- as memories_active_content holds one active episode per content_hash and
+-- an item's content_hash is its key's (pgmem._item_hash); its value
 -- (memories.item_value) is returned exactly as put; its content, the text
 -- recall ranks, is redacted and checked for prompt injection as any
 -- memory's. Items are never deduplicated, merged, superseded or
@@ -205,7 +205,7 @@ begin
                coalesce(v_ann, false)
         from items as c
         order by c.i
-        on conflict (tenant_id, subject, content_hash) where status = 'active' do update
+        on conflict (tenant_id, subject, content_hash, (source in ('turn', 'store'))) where status = 'active' do update
         set content = excluded.content,
             -- The same text keeps its vector when the put brings none.
             embedding = case when excluded.embedding is null and m.content = excluded.content

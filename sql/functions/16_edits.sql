@@ -81,7 +81,8 @@ begin
         select m.memory_id into v_duplicate
         from pgmem.memories as m
         where m.tenant_id = v_old.tenant_id and m.subject = v_old.subject and m.status = 'active'
-          and m.content_hash = pgmem._content_hash(v_content) and m.memory_id <> v_old.memory_id;
+          and m.content_hash = pgmem._content_hash(v_content) and m.memory_id <> v_old.memory_id
+          and pgmem._episode_source(m.source) = pgmem._episode_source(v_old.source);
         if found then
             raise exception 'memory % already says this (updating memory %)', v_duplicate, p_memory_id
                 using errcode = 'PM051',

@@ -455,7 +455,8 @@ begin
     select m.memory_id into v_duplicate
     from pgmem.memories as m
     where m.tenant_id = v_memory.tenant_id and m.subject = v_memory.subject
-      and m.content_hash = v_memory.content_hash and m.status = 'active';
+      and m.content_hash = v_memory.content_hash and m.status = 'active'
+      and pgmem._episode_source(m.source) = pgmem._episode_source(v_memory.source);
     if found then
         raise exception 'memory % has the same content as active memory % (p_memory_id = %)',
                         p_memory_id, v_duplicate, p_memory_id

@@ -212,7 +212,8 @@ begin
     if v_content is not null and exists (
            select from pgmem.memories as m
            where m.tenant_id = v_tenant and m.subject = v_subject and m.status = 'active'
-             and m.content_hash = pgmem._content_hash(v_content) and m.memory_id <> p_keep_id) then
+             and m.content_hash = pgmem._content_hash(v_content) and m.memory_id <> p_keep_id
+             and pgmem._episode_source(m.source) = pgmem._episode_source(v_keep.source)) then
         v_details := v_details || pg_catalog.jsonb_build_object('ignored_content', 'duplicate');
         v_content := null;
     end if;
