@@ -476,6 +476,28 @@ def test_stated_turns_are_linked_by_the_links_job_through_the_coordinator(
     assert links == (1,) and pending == (None,)
 
 
+def test_a_fact_beside_its_turn_through_the_coordinator(service: str, tenant: str) -> None:
+    """The unique index of active contents (one episode and one fact per content)
+    on the shards: a fact its turn says word for word is a memory of its own, and
+    each is found again by its own kind."""
+    with bound(service, tenant) as conn:
+        actions = [
+            conn.execute(
+                "select action from pgmem.remember('ivy', 'Ivy is allergic to shellfish',"
+                " p_source => %s)",
+                (source,),
+            ).fetchone()
+            for source in ("turn", "rule", "rule", "turn")
+        ]
+        rows = conn.execute(
+            "select source from pgmem.memories where subject = 'ivy' and status = 'active'"
+            " order by source"
+        ).fetchall()
+        conn.commit()
+    assert actions == [("inserted",), ("inserted",), ("reinforced",), ("reinforced",)]
+    assert rows == [("rule",), ("turn",)]
+
+
 def test_lifecycle_jobs_run_from_the_coordinator(
     admin: psycopg.Connection, service: str, tenant: str
 ) -> None:
