@@ -498,6 +498,33 @@ def test_a_fact_beside_its_turn_through_the_coordinator(service: str, tenant: st
     assert rows == [("rule",), ("turn",)]
 
 
+def test_store_items_through_the_coordinator(service: str, tenant: str) -> None:
+    """The LangGraph store on the shards: a put with a vector and without, a put of
+    the same key again (the conflict path), a read that refreshes a time to live,
+    and a delete."""
+    vector = "[" + ",".join(["0.1"] * 384) + "]"
+    theme = {"key": "theme", "value": {"mode": "dark"}, "embedding": vector}
+    later = [{"key": "theme", "value": {"mode": "light"}}, {"key": "lang", "value": {"v": "de"}}]
+    draft = {"key": "draft", "value": {"n": 1}, "ttl": 60}
+    put = "select action from pgmem.put_items('ivy', %s::jsonb)"
+    with bound(service, tenant) as conn:
+        actions = [
+            [r[0] for r in conn.execute(put, (json.dumps(items),)).fetchall()]
+            for items in ([theme], later, [draft])
+        ]
+        values = conn.execute(
+            "select key, value from pgmem.get_items('ivy', p_refresh => true) order by key"
+        ).fetchall()
+        deleted = conn.execute(
+            "select key from pgmem.delete_items('ivy', array['draft'])"
+        ).fetchall()
+        left = conn.execute("select key from pgmem.get_items('ivy') order by key").fetchall()
+        conn.commit()
+    assert actions == [["inserted"], ["updated", "inserted"], ["inserted"]]
+    assert values == [("draft", {"n": 1}), ("lang", {"v": "de"}), ("theme", {"mode": "light"})]
+    assert deleted == [("draft",)] and left == [("lang",), ("theme",)]
+
+
 def test_lifecycle_jobs_run_from_the_coordinator(
     admin: psycopg.Connection, service: str, tenant: str
 ) -> None:

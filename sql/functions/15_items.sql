@@ -184,7 +184,11 @@ begin
     with items as materialized (
         select e.i::integer as i, e.v ->> 'key' as key, e.v -> 'value' as value, v_contents[e.i] as content,
                -- Put with index false: no vector now, and the worker gives it none.
-               case when (e.v -> 'index') = 'false'::jsonb then null else v_embeddings[e.i] end as embedding,
+               -- Cast to the column's type here, not by the insert: Citus plans
+               -- the insert's own vector-to-halfvec cast without the cast
+               -- function's other arguments ("not enough default arguments").
+               case when (e.v -> 'index') = 'false'::jsonb then null
+                    else v_embeddings[e.i]::public.halfvec end as embedding,
                case when (e.v -> 'index') = 'false'::jsonb then '{"item": true, "index": false}'::jsonb
                     else '{"item": true}'::jsonb end as metadata,
                pg_catalog.make_interval(secs => (e.v ->> 'ttl')::double precision * 60) as ttl
@@ -329,7 +333,11 @@ begin
     -- moved (an item without a time to live keeps none).
     return query
     with picked as (
-        select m.item_key, m.item_value, m.memory_id, m.created_at, m.updated_at, m.expires_at, m.item_ttl
+        -- The moved expiry is computed here, not in the update: Citus refuses
+        -- an UPDATE that calls a stable function (timestamptz + interval) on
+        -- a column.
+        select m.item_key, m.item_value, m.memory_id, m.created_at, m.updated_at, m.expires_at,
+               v_now + m.item_ttl as refreshed_expiry
         from pgmem.memories as m
         where m.tenant_id = v_tenant and m.subject = p_subject and m.status = 'active' and m.source = 'store'
           and (m.expires_at is null or m.expires_at > v_now)
@@ -341,9 +349,9 @@ begin
     ),
     refreshed as (
         update pgmem.memories as m
-        set expires_at = v_now + p.item_ttl
+        set expires_at = p.refreshed_expiry
         from picked as p
-        where p_refresh and p.item_ttl is not null and m.tenant_id = v_tenant and m.memory_id = p.memory_id
+        where p_refresh and p.refreshed_expiry is not null and m.tenant_id = v_tenant and m.memory_id = p.memory_id
         returning m.memory_id, m.expires_at
     )
     select p.item_key, p.item_value, p.memory_id, p.created_at, p.updated_at,
