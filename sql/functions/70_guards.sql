@@ -336,9 +336,13 @@ begin
                 case when v_oversized is null
                      then (select d.rule from pgmem._detect_injection_many(v_unchecked) as d
                            order by d.item limit 1) end);
+    -- Once for each distinct set of fields: a batch's rows share their
+    -- session and agent, and each row's took the injection rules ~0.1 ms.
     perform pgmem._check_memory_fields(r.session_id, r.agent_id, r.triple_subject, r.triple_predicate,
                                        r.triple_object, r.metadata)
-    from pg_catalog.unnest(p_rows) as r;
+    from (select distinct x.session_id, x.agent_id, x.triple_subject, x.triple_predicate, x.triple_object,
+                          x.metadata
+          from pg_catalog.unnest(p_rows) as x) as r;
     -- Redaction, a column at a time, into arrays the insert reads by row
     -- number: joined to the insert as four function scans they made it
     -- ~0.6-0.9 ms to plan, and PostgreSQL planned it again at every write.
