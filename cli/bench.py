@@ -574,7 +574,8 @@ def render_real_markdown(info: dict[str, object], results: list[bench_real.RealP
     lines = [f"Machine: {_machine_line(info)}", ""]
     for r in results:
         lines += [
-            f"**{r.scale:,} memories** (LoCoMo turns, subjects of {r.per_subject:,})",
+            f"**{r.scale:,} memories** (LoCoMo turns, subjects of {r.per_subject:,}; "
+            f"vectors of {r.embedding_model})",
             "",
             "| | pgmem | baseline (pgvector) | pgmem / baseline |",
             "|---|---:|---:|---:|",

@@ -107,7 +107,8 @@ def test_real_text_is_unique_turns_in_conversation_order(locomo_file: Path) -> N
     assert data.turn_vectors[5] == embedder.embed_one(data.turns[5])
     # Subject 1 starts at conversation 2, and wraps around to the first turn.
     assert data.subject_turn(1, 0) == 61 and data.subject_turn(1, 50) == 0
-    lookup = real.PrecomputedEmbedder(data.vector_of(), DIMS)
+    assert data.model == embedder.model
+    lookup = real.PrecomputedEmbedder(data.vector_of(), DIMS, data.model)
     assert lookup.embed_one(data.probes[3].text) == data.probes[3].embedding
 
 
@@ -130,6 +131,8 @@ def test_real_bench_and_baseline_run_end_to_end(server_dsn: str, locomo_file: Pa
         progress=messages.append,
     )
     assert (result.memories, result.subjects, result.per_subject) == (100, 2, 50)
+    # The run's vectors are the tenant's model's, as an application records it.
+    assert result.embedding_model == WordHashEmbedder.model
     p, b = result.pgmem, result.baseline
     for side in (p, b):
         assert side.search_server_ms.samples == side.search_client_ms.samples == 6
@@ -175,6 +178,7 @@ def test_real_bench_and_baseline_run_end_to_end(server_dsn: str, locomo_file: Pa
 
     table = render_real_markdown({"nproc": 2, "cpu": "test", "postgres": "16"}, [result])
     assert "| recall p50 / p95 / p99, server-side (ms) |" in table
+    assert f"vectors of {WordHashEmbedder.model})" in table
     assert f"{ratios['search_server_p95']:.2f}" in table
     assert f"after a VACUUM of {result.vacuum_s:.1f} s" in table
     assert f"| episodes, batched (stated turns/s) | {p.episode_many_per_s:,.0f} |" in table

@@ -83,6 +83,7 @@ from pgmem.lab.scratch import drop_database, tenant_connection
 from pgmem.queries import bench as SQ
 from pgmem.queries import bench_layers as LQ
 from pgmem.queries import bench_real as Q
+from pgmem.queries import eval as EQ
 
 # Relative to the working directory, as in a checkout beside the shared data.
 DEFAULT_DATA = Path("../shared/data/locomo-dev.json")
@@ -120,8 +121,9 @@ class Probe:
 @dataclass(frozen=True)
 class RealText:
     """The run's text: unique turns in conversation order, where each conversation
-    starts among them, and the questions; all embedded once."""
+    starts among them, and the questions; all embedded once, by ``model``."""
 
+    model: str
     turns: list[str]
     turn_vectors: list[list[float]]
     starts: list[int]
@@ -159,7 +161,7 @@ class RealText:
         probes = [
             Probe(c, text, vector) for (c, text), vector in zip(questions, asked, strict=True)
         ]
-        return cls(turns, vectors, starts, probes, embed_s)
+        return cls(embedder.model, turns, vectors, starts, probes, embed_s)
 
     def subject_turn(self, subject: int, position: int) -> int:
         """Index of the turn at ``position`` of subject ``subject`` (as GENERATE_MEMORIES)."""
@@ -175,11 +177,10 @@ class RealText:
 class PrecomputedEmbedder:
     """The run's vectors, looked up by text: the client pays no model time in the bench."""
 
-    model = "precomputed"
-
-    def __init__(self, table: dict[str, list[float]], dims: int) -> None:
+    def __init__(self, table: dict[str, list[float]], dims: int, model: str) -> None:
         self._table = table
         self.dims = dims
+        self.model = model
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [self._table[t] for t in texts]
@@ -218,6 +219,7 @@ class RealPointResult:
     memories: int
     subjects: int
     per_subject: int
+    embedding_model: str  # the tenant's, as recorded when the run declared it
     load_s: float
     index_s: float
     pgmem: Side
@@ -431,6 +433,12 @@ def run_point(
         sizes = conn.execute(Q.SIZES).fetchone()
         assert sizes is not None
         now = conn.execute(LQ.NOW).fetchone()["now"]  # type: ignore[index]
+    # The tenant's vectors are the model's, as an application's first write
+    # records: its thresholds, relevance floor and similarity base apply.
+    with tenant_connection(dsn, TENANT) as conn:
+        declared = conn.execute(EQ.DECLARE_MODEL, {"model": data.model}).fetchone()
+        assert declared is not None
+        embedding_model = declared["model"]
 
     asks = [_ask(data, rng.randrange(subjects), rng) for _ in range(queries + 20)]
     # New memories for existing subjects: turns just past the ones each holds.
@@ -474,7 +482,7 @@ def run_point(
     with tenant_connection(dsn, TENANT) as conn:
         pgmem_client = [_timed(conn, Q.RECALL, a) for a in asks[20:]]
         baseline_client = [_timed(conn, Q.BASELINE_SEARCH, a) for a in asks[20:]]
-    embedder = PrecomputedEmbedder(data.vector_of(), schema.DEFAULT_DIMS)
+    embedder = PrecomputedEmbedder(data.vector_of(), schema.DEFAULT_DIMS, data.model)
     with Memory(_service_dsn(dsn), tenant=TENANT, embedder=embedder, llm=False) as memory:
         memory_pooled = [_timed_search(memory, a) for a in asks[20:]]
     with psycopg.connect(_service_dsn(dsn), autocommit=True) as conn:
@@ -549,6 +557,7 @@ def run_point(
         memories=loaded,
         subjects=subjects,
         per_subject=per_subject,
+        embedding_model=embedding_model,
         load_s=load_s,
         index_s=index_s,
         pgmem=Side(

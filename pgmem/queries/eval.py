@@ -8,7 +8,7 @@ from psycopg import sql
 
 # The embedder's model, for this session and (the first time) as the tenant's, so that
 # recall and the write path read that model's calibrations.
-DECLARE_MODEL: Final = "select pgmem.use_embedding_model(%(model)s, false)"
+DECLARE_MODEL: Final = "select pgmem.use_embedding_model(%(model)s, false) as model"
 STAGE_TURNS: Final = """
 create temporary table _eval_turns (
     subject    text not null,
