@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import random
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -920,6 +921,156 @@ def test_batch_against_existing_memories_decides_like_remember(
     for tenant in (acme, bravo):
         jobs = admin.execute("select job from pgmem.inbox where tenant_id = %s", (tenant.name,))
         assert jobs.fetchall() == [("merge",)]
+
+
+# Statements of four topics, some saying all another says ("likes tea" and
+# "likes green tea"), one contradicting another: what decides between
+# merging, deduplicating and keeping both.
+TOPICS: list[list[str]] = [
+    [
+        "Alice likes tea",
+        "Alice likes green tea",
+        "Alice likes green tea in the morning",
+        "Alice likes black coffee",
+    ],
+    ["Alice has a cat", "Alice has a black cat", "Alice has a cat named Tom", "Alice has a dog"],
+    ["Alice lives in Lyon", "Alice lives in Lyon near the river", "Alice works in Lyon"],
+    [
+        "Alice plays chess",
+        "Alice plays chess on Sundays",
+        "Alice plays tennis",
+        "Alice no longer plays chess",
+    ],
+]
+
+
+def _near_items(rng: random.Random, n: int, first_axis: int) -> list[dict[str, Any]]:
+    """``n`` statements of random topics, each vector at a random cosine to its
+    topic's axis (and leaning to an axis of its own): two of a topic are as alike
+    as the product of their cosines, around the merge and duplicate thresholds."""
+    items = []
+    for i in range(n):
+        topic = rng.randrange(len(TOPICS))
+        items.append(
+            {
+                "subject": rng.choice(["alice", "alicia"]),
+                "content": rng.choice(TOPICS[topic]),
+                "embedding": vec(
+                    topic, rng.choice([0.9, 0.92, 0.94, 0.96, 0.975, 0.99, 1.0]), first_axis + i
+                ),
+            }
+        )
+    return items
+
+
+def _batch_like_one_by_one(
+    new_tenant: Callable[[], Tenant],
+    admin: psycopg.Connection,
+    stored: list[dict[str, Any]],
+    items: list[dict[str, Any]],
+) -> set[int]:
+    """Asserts that remember_many of ``items`` ends where remembering them one by
+    one does, both after ``stored``; returns the items it decided one by one."""
+    acme, bravo = new_tenant(), new_tenant()
+    for tenant in (acme, bravo):
+        for item in stored:
+            remember(tenant.conn, now=T0, **item)
+    with acme.conn.transaction():  # the batch's table lives as long as it
+        batch = remember_many(acme.conn, items, now=T0 + HOUR)
+        paths = acme.conn.execute(
+            "select item, meets_batch from pg_temp._pgmem_batch order by item"
+        ).fetchall()
+    single = [remember(bravo.conn, now=T0 + HOUR, **item) for item in items]
+    assert [(r[1], r[4] is None) for r in batch] == [(s[0], s[3] is None) for s in single]
+    assert [round(r[4], 4) for r in batch if r[4] is not None] == [
+        round(s[3], 4) for s in single if s[3] is not None
+    ]
+
+    def state(tenant: Tenant) -> list[tuple]:
+        return admin.execute(
+            """select subject, content, status, importance, access_count, valid_to is null
+               from pgmem.memories where tenant_id = %s order by 1, 2, 3, 4, 5, 6""",
+            (tenant.name,),
+        ).fetchall()
+
+    def history(tenant: Tenant) -> list[tuple]:
+        return admin.execute(
+            """select subject, event, old_content, new_content,
+                      round((details ->> 'similarity')::numeric, 4),
+                      (select array_agg(c.value order by c.value)
+                       from jsonb_each_text(details -> 'conflicts') as c),
+                      details - 'related_id' - 'supersedes' - 'superseded_by' - 'similarity'
+                              - 'conflicts'
+               from pgmem.memory_events where tenant_id = %s order by 1, 2, 3, 4, 5, 6, 7::text""",
+            (tenant.name,),
+        ).fetchall()
+
+    def jobs(tenant: Tenant) -> list[tuple]:
+        return admin.execute(
+            "select job, count(*) from pgmem.inbox where tenant_id = %s group by 1 order by 1",
+            (tenant.name,),
+        ).fetchall()
+
+    assert state(acme) == state(bravo)
+    assert history(acme) == history(bravo)
+    assert jobs(acme) == jobs(bravo)
+    return {item for item, meets in paths if meets}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_batch_of_near_items_decides_like_remember_one_by_one(
+    new_tenant: Callable[[], Tenant], admin: psycopg.Connection, seed: int
+) -> None:
+    # Items near each other and near stored rows: some an earlier item merges
+    # with, displaces or leaves alone. The batch decides some set-based and the
+    # rest one by one; the end is the same as remembering them in order.
+    rng = random.Random(seed)
+    items = _near_items(rng, 24, 100)
+    one_by_one = _batch_like_one_by_one(new_tenant, admin, _near_items(rng, 6, 10), items)
+    # Both ways were taken.
+    assert one_by_one and len(one_by_one) < len(items)
+
+
+def _alice(content: str, embedding: list[float]) -> dict[str, Any]:
+    return {"subject": "alice", "content": content, "embedding": embedding}
+
+
+@pytest.mark.parametrize(
+    ("items", "decided_one_by_one"),
+    [
+        # The second would merge with the stored tea, which says part of what
+        # it does, but the first is nearer and says nothing of tea: remembered
+        # in order, the second is a plain insert.
+        (
+            [
+                _alice("Alice likes black coffee", vec(0, 0.97, 102)),
+                _alice("Alice likes green tea", vec(0, 0.96, 102)),
+            ],
+            {2},
+        ),
+        # The second is nearer to the first than to the stored tea and merges
+        # with the first, which says part of what it does: decided one by one.
+        # The third is nearer still to the second and says nothing of tea:
+        # written first, set-based, it would be the second's nearest row and
+        # make it a plain insert. It follows the second.
+        (
+            [
+                _alice("Alice likes green tea", vec(0, 0.9, 102)),
+                _alice("Alice likes green tea in the morning", vec(0, 0.97, 102)),
+                _alice("Alice likes black coffee", vec(0, 0.97, 102)),
+            ],
+            {2, 3},
+        ),
+    ],
+)
+def test_an_earlier_item_near_enough_to_change_a_decision_is_waited_for(
+    new_tenant: Callable[[], Tenant],
+    admin: psycopg.Connection,
+    items: list[dict[str, Any]],
+    decided_one_by_one: set[int],
+) -> None:
+    stored = [_alice("Alice likes tea", vec(0))]
+    assert _batch_like_one_by_one(new_tenant, admin, stored, items) == decided_one_by_one
 
 
 def test_batch_inserts_plainly_new_items_in_item_order(

@@ -83,6 +83,11 @@ declare
                                     'triple_predicate', 'triple_object', 'session_id', 'agent_id', 'source',
                                     'metadata', 'valid_from', 'rejected', 'confidence', 'expires_at',
                                     'check_conflicts', 'derived_from'];
+    -- How far a cosine between two items' vectors may be from the one between
+    -- the same vectors once stored in half precision (the decision reads
+    -- that one): the tests below that an item cannot affect another hold
+    -- with this much to spare.
+    v_margin constant real := 0.01;
 begin
     v_settings := pgmem._write_settings(v_tenant);
     if p_items is null or pg_catalog.jsonb_typeof(p_items) <> 'array' then
@@ -240,12 +245,13 @@ begin
                   where v_rules[pg_catalog.array_position(v_rejected, s.item::integer)] = 'embedding_probe');
     v_rejected := coalesce(v_rejected, '{}');
 
-    -- The batch as rows. Items that meet nothing else of the batch (no
-    -- twin, nothing within merge_threshold, no triple key in play) are
-    -- decided and written set-based; the others (meets_batch) go through
-    -- pgmem._remember_decide one by one, in item order, after them. Both
-    -- orders give the same result: such independent items only reinforce
-    -- rows or add rows nobody else in the batch matches.
+    -- The batch as rows. Items whose decision nothing else of the batch can
+    -- change (no twin, no triple key in play, no earlier item near enough to
+    -- be merged with or to displace the stored row they meet, no
+    -- contradiction) are decided and written set-based; the others
+    -- (meets_batch) go through pgmem._remember_decide one by one, in item
+    -- order, after them. Both orders give the same result: such independent
+    -- items only reinforce rows or add rows no other item's decision reads.
     create temporary table if not exists _pgmem_batch (
         item integer primary key,
         subject text not null,
@@ -401,16 +407,33 @@ begin
         set meets_batch = true
         where b.rejected_rule is null
           and (b.twins_in_batch
-               -- within merge_threshold of another item (a hash join on subject)
+               -- an earlier item within merge_threshold (a hash join on
+               -- subject) may be its nearest row when it is decided, and
+               -- change the decision if either of the two says all the other
+               -- does, or if it is at least as near as the stored row the item
+               -- is deduplicated into or merged with. Otherwise the item is
+               -- inserted whichever is nearest; an item with a stored row's
+               -- content is reinforced whatever is near it. (The stored rows'
+               -- vectors are half precision: v_margin.)
                or b.item in (select n.item
                              from pg_temp._pgmem_batch as n
                              join pg_temp._pgmem_batch as o
-                               on o.subject = n.subject and o.item <> n.item and o.rejected_rule is null
+                               on o.subject = n.subject and o.item < n.item and o.rejected_rule is null
                               and o.embedding is not null and o.source <> 'turn'
                               and (1 - (o.embedding OPERATOR(public.<=>) n.embedding))::real
-                                  >= v_settings.merge_threshold
+                                  >= v_settings.merge_threshold - v_margin
                               and (o.embedding OPERATOR(public.<=>) n.embedding) <> 'NaN'::double precision
-                             where n.rejected_rule is null and n.embedding is not null and n.source <> 'turn')
+                             where n.rejected_rule is null and n.embedding is not null and n.source <> 'turn'
+                               and n.exact_id is null
+                               and (n.near_id is null
+                                    or (1 - (o.embedding OPERATOR(public.<=>) n.embedding))::real
+                                       >= n.near_similarity - v_margin)
+                               and (n.near_covered is not null
+                                    or pgmem._coverage(coalesce(n.conflict_terms, pgmem._conflict_terms(n.content)),
+                                                       coalesce(n.conflict_marks, pgmem._conflict_marks(n.content)),
+                                                       coalesce(o.conflict_terms, pgmem._conflict_terms(o.content)),
+                                                       coalesce(o.conflict_marks, pgmem._conflict_marks(o.content)))
+                                       is not null))
                -- its triple key is active already: reinforce or supersede
                or (b.triple_predicate is not null
                    and exists (select from pgmem.memories as m
@@ -457,6 +480,28 @@ begin
                                                                   y.content, y.terms, y.marks) is not null
                                         else false
                                    end));
+
+        -- An item decided one by one sees every item written set-based, the
+        -- later ones too, which must not be near enough to change its
+        -- decision: the later items within merge_threshold of one decided one
+        -- by one are decided one by one too, and theirs in turn.
+        update pg_temp._pgmem_batch as b
+        set meets_batch = true
+        where not b.meets_batch
+          and b.item in (with recursive after (item) as (
+                             select x.item from pg_temp._pgmem_batch as x where x.meets_batch
+                             union
+                             select n.item
+                             from after as a
+                             join pg_temp._pgmem_batch as o on o.item = a.item
+                             join pg_temp._pgmem_batch as n
+                               on n.subject = o.subject and n.item > o.item and n.rejected_rule is null
+                              and n.embedding is not null and n.source <> 'turn'
+                              and o.embedding is not null and o.source <> 'turn'
+                              and (1 - (o.embedding OPERATOR(public.<=>) n.embedding))::real
+                                  >= v_settings.merge_threshold - v_margin
+                              and (o.embedding OPERATOR(public.<=>) n.embedding) <> 'NaN'::double precision)
+                         select a.item from after as a);
 
         -- The same decision as _remember_decide (pgmem._write_action), for the
         -- independent items: no triple key of theirs is active.
