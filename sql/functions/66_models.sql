@@ -386,6 +386,26 @@ $$;
 comment on function pgmem.reembed_status() is
     'The bound tenant''s embedding model, the model a running re-embed moves it to (NULL: none), memories with a vector, vectors staged, and the re-embed''s pending and failed jobs.';
 
+-- What pgmem measured of each embedding model, one row a model: the
+-- duplicate and merge thresholds (pgmem.model_thresholds), the relevance
+-- floor (pgmem.model_relevance_floor) and the similarity base
+-- (pgmem.model_similarity_base), each chosen as the comment of the function
+-- that reads it says. A model is calibrated here, in one place.
+create or replace function pgmem._model_calibrations()
+returns table(model text, duplicate_threshold real, merge_threshold real, relevance_floor real,
+              similarity_base real)
+language sql
+immutable parallel safe
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    values ('multilingual-e5-small-q4', 0.88::real, 0.83::real, 0.81::real, 0.6::real),
+           ('all-MiniLM-L6-v2', 0.63::real, 0.63::real, 0.42::real, 0::real)
+$$;
+
+comment on function pgmem._model_calibrations() is
+    'Each measured embedding model''s duplicate and merge thresholds, relevance floor and similarity base, as pgmem.model_thresholds, model_relevance_floor and model_similarity_base read them (internal).';
+
 -- How alike two statements must be to be one, per embedding model: models
 -- spread similarities differently (multilingual-e5-small scores distinct
 -- facts about one person 0.84-0.93, all-MiniLM-L6-v2 at most ~0.6), so a
@@ -404,11 +424,9 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
     -- A model not measured keeps the values pgmem had before calibration.
-    select coalesce(t.duplicate_threshold, 0.95)::real, coalesce(t.merge_threshold, 0.85)::real
+    select coalesce(c.duplicate_threshold, 0.95)::real, coalesce(c.merge_threshold, 0.85)::real
     from (select) as one
-    left join (values ('multilingual-e5-small-q4', 0.88, 0.83),
-                      ('all-MiniLM-L6-v2', 0.63, 0.63)) as t(model, duplicate_threshold, merge_threshold)
-           on t.model = p_model
+    left join pgmem._model_calibrations() as c on c.model = p_model
 $$;
 
 comment on function pgmem.model_thresholds(text) is
@@ -469,8 +487,7 @@ immutable parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    select (case p_model when 'multilingual-e5-small-q4' then 0.81
-                         when 'all-MiniLM-L6-v2' then 0.42 end)::real
+    select c.relevance_floor from pgmem._model_calibrations() as c where c.model = p_model
 $$;
 
 comment on function pgmem.model_relevance_floor(text) is
@@ -491,8 +508,7 @@ immutable parallel safe
 security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    select (case p_model when 'multilingual-e5-small-q4' then 0.6
-                         when 'all-MiniLM-L6-v2' then 0 end)::real
+    select c.similarity_base from pgmem._model_calibrations() as c where c.model = p_model
 $$;
 
 comment on function pgmem.model_similarity_base(text) is
