@@ -420,13 +420,12 @@ begin
                              join pg_temp._pgmem_batch as o
                                on o.subject = n.subject and o.item < n.item and o.rejected_rule is null
                               and o.embedding is not null and o.source <> 'turn'
-                              and (1 - (o.embedding OPERATOR(public.<=>) n.embedding))::real
+                              and pgmem._similarity(o.embedding OPERATOR(public.<=>) n.embedding)
                                   >= v_settings.merge_threshold - v_margin
-                              and (o.embedding OPERATOR(public.<=>) n.embedding) <> 'NaN'::double precision
                              where n.rejected_rule is null and n.embedding is not null and n.source <> 'turn'
                                and n.exact_id is null
                                and (n.near_id is null
-                                    or (1 - (o.embedding OPERATOR(public.<=>) n.embedding))::real
+                                    or pgmem._similarity(o.embedding OPERATOR(public.<=>) n.embedding)
                                        >= n.near_similarity - v_margin)
                                and (n.near_covered is not null
                                     or pgmem._coverage(coalesce(n.conflict_terms, pgmem._conflict_terms(n.content)),
@@ -498,9 +497,8 @@ begin
                                on n.subject = o.subject and n.item > o.item and n.rejected_rule is null
                               and n.embedding is not null and n.source <> 'turn'
                               and o.embedding is not null and o.source <> 'turn'
-                              and (1 - (o.embedding OPERATOR(public.<=>) n.embedding))::real
-                                  >= v_settings.merge_threshold - v_margin
-                              and (o.embedding OPERATOR(public.<=>) n.embedding) <> 'NaN'::double precision)
+                              and pgmem._similarity(o.embedding OPERATOR(public.<=>) n.embedding)
+                                  >= v_settings.merge_threshold - v_margin)
                          select a.item from after as a);
 
         -- The same decision as _remember_decide (pgmem._write_action), for the
