@@ -59,7 +59,7 @@ def maintain(
             "--job",
             "-j",
             help="Job to run (repeatable): archive, decay, capacity, purge, sessions,"
-            " consolidate, watchdog, links. Default: all.",
+            " consolidate, watchdog, links, accesses. Default: all.",
         ),
     ] = None,
     tenant: Annotated[
@@ -145,6 +145,14 @@ def schedule(
             " or 'off'.",
         ),
     ] = None,
+    accesses: Annotated[
+        str | None,
+        typer.Option(
+            "--accesses",
+            help="Cron schedule of accesses (folds the accesses recall recorded into the"
+            " memories), or 'off'.",
+        ),
+    ] = None,
     remove: Annotated[
         bool, typer.Option("--remove", help="Remove every pgmem job from pg_cron instead.")
     ] = False,
@@ -152,7 +160,7 @@ def schedule(
     as_json: JsonOption = False,
 ) -> None:
     """Install (or update) the pg_cron jobs; defaults: decay hourly, sessions every 15
-    minutes, watchdog and links every minute, the others nightly."""
+    minutes, watchdog, links and accesses every minute, the others nightly."""
     with database_errors(dsn), _connect(dsn) as conn:
         if remove:
             row = conn.execute(admin_queries.UNSCHEDULE).fetchone()
@@ -172,6 +180,7 @@ def schedule(
             "consolidate": consolidate,
             "watchdog": watchdog,
             "links": links,
+            "accesses": accesses,
         }
         chosen = [
             None if value == OFF else (value or defaults[name]) for name, value in given.items()

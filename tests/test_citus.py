@@ -125,6 +125,7 @@ def test_tenant_tables_are_distributed_and_colocated_globals_are_reference(
         "task_steps",
         "reembed_vectors",
         "memory_decay",
+        "memory_accesses",
     }
     assert {n for n, k in kinds.items() if k[0] == "h"} == distributed
     assert {n for n, k in kinds.items() if k == ("n", "t")} == {
@@ -254,6 +255,43 @@ def test_reads_and_edits_through_the_coordinator(service: str, tenant: str) -> N
         conn.commit()
     assert [e for (e,) in events] == ["insert", "pin", "update", "delete"]
     assert subject == (4,)
+
+
+def test_recall_accesses_are_counted_and_folded_through_the_coordinator(
+    admin: psycopg.Connection, service: str, tenant: str
+) -> None:
+    with bound(service, tenant) as conn:
+        row = conn.execute(
+            "select memory_id from pgmem.remember('lena', 'Lena rows on the lake')"
+        ).fetchone()
+        assert row is not None
+        (mid,) = row
+        for _ in range(2):
+            conn.execute("select count(*) from pgmem.recall('lena', 'rowing lake')")
+        conn.execute("select pgmem.context('lena', 'rowing lake')")
+        conn.commit()
+    with bound(service, tenant) as conn:
+        # Every read counts the accesses the fold has not written yet.
+        read = {
+            "get": conn.execute("select access_count from pgmem.get_memory(%s)", (mid,)),
+            "list": conn.execute("select access_count from pgmem.list_memories('lena')"),
+            "export": conn.execute("select access_count from pgmem.export_memories('lena')"),
+            "stats": conn.execute("select accesses from pgmem.memory_stats where subject = 'lena'"),
+            "recall": conn.execute(
+                "select access_count from pgmem.recall('lena', 'rowing', p_reinforce => false)"
+            ),
+        }
+        counts = {name: [r[0] for r in cursor.fetchall()] for name, cursor in read.items()}
+        stored = conn.execute("select access_count from pgmem.memories").fetchall()
+        conn.commit()
+    assert counts == {name: [3] for name in read}, counts
+    assert stored == [(0,)]
+    run = admin.execute("select status, counts from pgmem.run_job('accesses')").fetchone()
+    assert run == ("ok", {"folded": 1}), run
+    with bound(service, tenant) as conn:
+        assert conn.execute("select access_count from pgmem.memories").fetchall() == [(3,)]
+        assert conn.execute("select count(*) from pgmem.memory_accesses").fetchone() == (0,)
+        conn.commit()
 
 
 def test_remember_many_through_the_coordinator(service: str, tenant: str) -> None:

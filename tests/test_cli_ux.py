@@ -329,7 +329,7 @@ def test_doctor_on_a_healthy_server(cron_db: tuple[psycopg.Connection, str], cro
         assert checks[area]["status"] == "ok", checks[area]
     assert "fail" not in {c["status"] for c in checks.values()}
     assert "loaded and embedded" in screen
-    assert re.search(r"^ok\s+cron jobs\s+8 scheduled", screen, re.MULTILINE), screen
+    assert re.search(r"^ok\s+cron jobs\s+9 scheduled", screen, re.MULTILINE), screen
 
 
 def test_doctor_warns_about_unscheduled_jobs_backlog_and_failed_jobs(

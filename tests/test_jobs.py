@@ -92,6 +92,7 @@ def test_maintain_runs_every_job_in_order(admin: psycopg.Connection) -> None:
         ("consolidate", "ok", {"subjects": 0}),
         ("watchdog", "ok", {"ended": 0}),
         ("links", "ok", {"subjects": 0, "episodes": 0, "links": 0, "waiting": 0}),
+        ("accesses", "ok", {"folded": 0}),
     ]
 
 
@@ -364,6 +365,7 @@ def test_schedule_installs_updates_and_removes_cron_jobs(
             ("pgmem-consolidate", "47 3 * * *", "call pgmem.run_scheduled_job('consolidate')"),
             ("pgmem-watchdog", "* * * * *", "call pgmem.run_scheduled_job('watchdog')"),
             ("pgmem-links", "* * * * *", "call pgmem.run_scheduled_job('links')"),
+            ("pgmem-accesses", "* * * * *", "call pgmem.run_scheduled_job('accesses')"),
         ]
         # Scheduling again updates in place; NULL removes a job.
         conn.execute("select pgmem.schedule(p_decay => '0 * * * *', p_purge => null)")
@@ -371,6 +373,7 @@ def test_schedule_installs_updates_and_removes_cron_jobs(
             "select jobname, schedule, database from pgmem.scheduled_jobs()"
         ).fetchall()
         assert jobs == [
+            ("pgmem-accesses", "* * * * *", cron_db),
             ("pgmem-archive", "17 3 * * *", cron_db),
             ("pgmem-capacity", "27 3 * * *", cron_db),
             ("pgmem-consolidate", "47 3 * * *", cron_db),
@@ -379,7 +382,7 @@ def test_schedule_installs_updates_and_removes_cron_jobs(
             ("pgmem-sessions", "*/15 * * * *", cron_db),
             ("pgmem-watchdog", "* * * * *", cron_db),
         ]
-        assert conn.execute("select pgmem.unschedule()").fetchone() == (7,)
+        assert conn.execute("select pgmem.unschedule()").fetchone() == (8,)
         assert conn.execute("select count(*) from pgmem.scheduled_jobs()").fetchone() == (0,)
         conn.rollback()
 
@@ -450,6 +453,7 @@ def test_cli_maintain_and_jobs(admin: psycopg.Connection, dsn: str) -> None:
         ("consolidate", "ok"),
         ("watchdog", "ok"),
         ("links", "ok"),
+        ("accesses", "ok"),
     ]
     assert status_of(admin, mid) == ["archived"]
 
@@ -536,6 +540,7 @@ def test_one_tenants_bad_row_fails_only_its_part_of_a_job(admin: psycopg.Connect
         "consolidate",
         "watchdog",
         "links",
+        "accesses",
     }
     assert all(status == "ok" for status, _, _ in runs.values()), runs
     _, counts, message = runs["archive"]

@@ -130,9 +130,7 @@ def test_header_is_a_setting_and_recall_is_reinforced(
     )
     block = prompt(t.conn)
     assert block.startswith("## Long-term memory")
-    access = t.conn.execute(
-        "select access_count from pgmem.memories where memory_id = %s", (mid,)
-    ).fetchone()
+    access = t.conn.execute("select access_count from pgmem.get_memory(%s)", (mid,)).fetchone()
     assert access == (1,)
     with pytest.raises(psycopg.Error) as info:
         prompt(t.conn, -1)

@@ -138,9 +138,9 @@ class Store:
         return str(row[0])
 
     def access(self, memory_id: int) -> tuple[int, dt.datetime]:
+        """The memory's accesses as the API reads them: folded and recorded since."""
         row = self.conn.execute(
-            "select access_count, last_accessed_at from pgmem.memories where memory_id = %s",
-            (memory_id,),
+            "select access_count, last_accessed_at from pgmem.get_memory(%s)", (memory_id,)
         ).fetchone()
         assert row is not None
         return int(row[0]), row[1]
@@ -527,6 +527,140 @@ def test_recall_without_reinforcement_runs_in_a_read_only_transaction(acme: Stor
         assert len(acme.recall("read only")) == 1
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
             acme.recall("read only", reinforce=True)
+
+
+def test_recorded_accesses_rank_as_if_written_into_the_memories(
+    tenant_login: Callable[[str], psycopg.Connection], now: dt.datetime
+) -> None:
+    """Recall records its accesses and a job folds them in later: every answer
+    in between is the one an update in place gave. Two tenants hold the same
+    memories and are asked the same questions; one folds after every recall,
+    the other never until the end."""
+    recorded, folded = Store(tenant_login("recorded"), now), Store(tenant_login("folded"), now)
+    rng = random.Random(30)
+    # Memories of a topic tie on relevance and importance: recency and access
+    # counts decide, at every stage of the ranking (k = 1 keeps two candidates).
+    spec = [
+        (f"note {i} about topic {i % 4}, word{i}", vec((i % 4, 1.0)), 0.5,
+         now - rng.uniform(0, 300) * DAY, rng.choice([0, 0, 1, 5]))
+        for i in range(16)
+    ]  # fmt: skip
+    for store in (recorded, folded):
+        for content, e, importance, accessed, count in spec:
+            store.add(content, embedding=e, importance=importance, last_accessed_at=accessed,
+                      access_count=count)  # fmt: skip
+    columns = ("content", "score", "recency", "access_boost", "access_count", "last_accessed_at")
+    for step in range(40):
+        # A memory asked for by its own word, or a topic: the memories of the
+        # topic reached last rank first from then on.
+        word, topic, k = rng.randrange(16), rng.randrange(4), rng.choice([1, 1, 2, 3])
+        query = (
+            (f"word{word}", None, 1)
+            if rng.random() < 0.4
+            else (f"topic {topic}", vec((topic, 1.0)), k)
+        )
+        recorded.now = folded.now = now + step * rng.uniform(1, 30) * HOUR
+        answers = []
+        for store in (recorded, folded):
+            rows = store.recall(query[0], query[1], reinforce=True, k=query[2])
+            answers.append([tuple(r[c] for c in columns) for r in rows])
+        folded.conn.execute("select pgmem.fold_accesses()")
+        assert answers[0] == answers[1], step
+    reads = "select content, access_count, last_accessed_at from pgmem.list_memories() order by 1"
+    assert recorded.conn.execute(reads).fetchall() == folded.conn.execute(reads).fetchall()
+    profile = "select content, access_count from pgmem.profile('alice', %s)"
+    assert (
+        recorded.conn.execute(profile, (recorded.now,)).fetchall()
+        == folded.conn.execute(profile, (folded.now,)).fetchall()
+    )
+    # The memories themselves were not written: the accesses wait in their table.
+    table = "select content, access_count, last_accessed_at from pgmem.memories order by 1"
+    assert recorded.conn.execute(table).fetchall() != folded.conn.execute(table).fetchall()
+    waiting = recorded.conn.execute("select count(*) from pgmem.memory_accesses").fetchone()
+    assert waiting == (40,)
+    assert recorded.conn.execute("select pgmem.fold_accesses()").fetchone()[0] > 0  # type: ignore[index]
+    assert recorded.conn.execute(table).fetchall() == folded.conn.execute(table).fetchall()
+    assert recorded.conn.execute("select count(*) from pgmem.memory_accesses").fetchone() == (0,)
+
+
+def test_a_recall_neither_waits_for_nor_loses_a_row_a_writer_holds(
+    acme: Store, admin: psycopg.Connection, now: dt.datetime
+) -> None:
+    mid = acme.add("locked note about the garden", embedding=vec((3, 1.0)))
+    with admin.transaction():
+        admin.execute("select from pgmem.memories where memory_id = %s for update", (mid,))
+        acme.conn.execute("set lock_timeout = '2s'")
+        rows = acme.recall("garden", reinforce=True)
+        assert [r["memory_id"] for r in rows] == [mid]
+        assert acme.access(mid) == (1, now)
+        # The fold passes over the held row and keeps its access for the next one.
+        assert acme.conn.execute("select pgmem.fold_accesses()").fetchone() == (0,)
+        assert acme.access(mid) == (1, now)
+    assert acme.conn.execute("select pgmem.fold_accesses()").fetchone() == (1,)
+    stored = acme.conn.execute(
+        "select access_count, last_accessed_at from pgmem.memories where memory_id = %s", (mid,)
+    ).fetchone()
+    assert stored == (1, now)
+    assert acme.conn.execute("select count(*) from pgmem.memory_accesses").fetchone() == (0,)
+
+
+def test_archive_and_merge_count_accesses_not_folded_yet(acme: Store, now: dt.datetime) -> None:
+    old = now - 400 * DAY
+    recalled = acme.add("weak note about the garden", embedding=vec((3, 1.0)), importance=0.1,
+                        last_accessed_at=old, kind="episodic")  # fmt: skip
+    forgotten = acme.add("weak note about taxes", embedding=vec((9, 1.0)), importance=0.1,
+                         last_accessed_at=old, kind="episodic")  # fmt: skip
+    rows = acme.recall("garden", vec((3, 1.0)), reinforce=True, k=1)
+    assert [r["memory_id"] for r in rows] == [recalled]
+    archived = acme.conn.execute("select weak from pgmem.archive(%s)", (now,)).fetchone()
+    assert archived == (1,)
+    statuses = dict(
+        acme.conn.execute(
+            "select memory_id, status from pgmem.memories where memory_id = any(%s)",
+            ([recalled, forgotten],),
+        ).fetchall()
+    )
+    assert statuses == {recalled: "active", forgotten: "archived"}
+    # Archive folded the access in before it scored.
+    assert acme.conn.execute(
+        "select access_count from pgmem.memories where memory_id = %s", (recalled,)
+    ).fetchone() == (1,)
+
+    keep = acme.add("Alice grows tomatoes", embedding=vec((5, 1.0)), access_count=2)
+    other = acme.add("Alice grows tomatoes in pots", embedding=vec((5, 1.0), (6, 0.1)))
+    acme.recall("tomatoes pots", vec((5, 1.0), (6, 0.1)), reinforce=True, k=1)
+    acme.conn.execute("select pgmem.merge(%s, %s, p_now => %s)", (keep, other, now))
+    assert acme.access(keep) == (3, now)
+
+
+def test_accesses_stay_in_their_tenant_and_go_with_their_subject(
+    acme: Store, tenant_login: Callable[[str], psycopg.Connection], admin: psycopg.Connection
+) -> None:
+    alice = acme.add("alice likes the garden", embedding=vec((3, 1.0)))
+    bob = acme.add("bob likes the garden", embedding=vec((3, 1.0)), subject="bob")
+    acme.recall("garden", reinforce=True)
+    acme.recall("garden", subject="bob", reinforce=True)
+    other = tenant_login("other")
+    assert other.execute("select count(*) from pgmem.memory_accesses").fetchone() == (0,)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        other.execute(
+            "insert into pgmem.memory_accesses (tenant_id, subject, memory_ids, accessed_at)"
+            " values ('acme', 'alice', %s, now())",
+            ([alice],),
+        )
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        other.execute("delete from pgmem.memory_accesses")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        other.execute("select pgmem.fold_accesses('acme')")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        acme.conn.execute("delete from pgmem.memory_accesses")
+    # Another tenant's fold touched nothing of acme's.
+    assert acme.access(alice)[0] == acme.access(bob)[0] == 1
+    acme.conn.execute("select pgmem.erase_subject('alice')")
+    subjects = "select subject from pgmem.memory_accesses where tenant_id = 'acme'"
+    assert admin.execute(subjects).fetchall() == [("bob",)]
+    admin.execute("select pgmem.drop_tenant('acme')")
+    assert admin.execute(subjects).fetchall() == []
 
 
 # ---------------------------------------------------------------------- tenancy

@@ -55,7 +55,9 @@ def test_reinforcement_does_not_run_the_memories_guard(tracked: Tenant) -> None:
                 "select memory_id, access_count from pgmem.recall('alice', 'violin Lisbon')"
             ).fetchall()
             assert len(rows) == 2
-            # The rows were reinforced, and the guard was not called for them.
+            # The accesses are written into the rows (the fold the accesses
+            # job runs), and the guard was not called for them.
+            conn.execute("select pgmem.fold_accesses()")
             counts = conn.execute(
                 "select access_count from pgmem.memories where memory_id = any(%s)",
                 ([r[0] for r in rows],),
@@ -115,6 +117,7 @@ def test_reinforcement_leaves_the_text_columns_alone(tracked: Tenant, db: Db) ->
             tsv = _calls(conn, "_tsv")
             rows = conn.execute("select memory_id from pgmem.recall('alice', 'violin')").fetchall()
             assert len(rows) == 1
+            conn.execute("select pgmem.fold_accesses()")
             assert _calls(conn, "_tsv") - tsv == query_only
             assert _calls(conn, "_content_hash") == hashes
         row = conn.execute("select memory_id, access_count from pgmem.memories").fetchone()
@@ -140,9 +143,9 @@ def test_reinforcement_leaves_the_text_columns_alone(tracked: Tenant, db: Db) ->
 
 
 def test_reinforcement_leaves_the_hnsw_index_untouched(tracked: Tenant, db: Db) -> None:
-    """A reinforced row is updated in place (HOT): no new index entries, HNSW's
-    included. One row per recall (k = 1): its page keeps room for one version;
-    two reinforced rows on one page in one recall can still miss."""
+    """A reinforced row is updated in place (HOT) when its accesses are folded in:
+    no new index entries, HNSW's included. One row per recall and fold (k = 1): its
+    page keeps room for one version; two rows on one page in one fold can still miss."""
     rng = random.Random(12)
     conn = tracked.conn
     # Pruning the previous version needs no older snapshot in the database: an
@@ -167,6 +170,7 @@ def test_reinforcement_leaves_the_hnsw_index_untouched(tracked: Tenant, db: Db) 
                 (str(vectors[i % 20]),),
             ).fetchall()
             assert len(rows) == 1
+            conn.execute("select pgmem.fold_accesses()")
         total = conn.execute("select sum(access_count) from pgmem.memories").fetchone()
         assert total == (300,)
         after = db.admin.execute(size).fetchone()

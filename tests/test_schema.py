@@ -155,6 +155,7 @@ def test_every_tenant_table_forces_rls_and_leads_with_tenant(admin: psycopg.Conn
         "task_steps",
         "reembed_vectors",
         "memory_decay",
+        "memory_accesses",
         "_change_channels",
         "_mcp_tokens",
     }

@@ -29,6 +29,7 @@ SUBJECT_TABLES = [
     "session_messages",
     "session_summaries",
     "tasks",
+    "memory_accesses",
 ]
 # Tables whose rows hang off a memory or a task, and how to tell whose they are.
 CHILD_TABLES = {
@@ -67,6 +68,7 @@ def fill(t: Tenant, db: Db, subject: str, words: str) -> list[int]:
         "select pgmem.start_task(%s, %s, '[\"one\"]')", (subject, f"{words} task")
     ).fetchone()[0]  # type: ignore[index]
     t.conn.execute("select pgmem.record_step(%s, 1, %s)", (task, f"{words} step"))
+    t.conn.execute("select count(*) from pgmem.recall(%s, %s)", (subject, f"{words} fact"))
     db.admin.execute(
         "insert into pgmem.memory_links (tenant_id, from_id, to_id, link_type)"
         " values (%s, %s, %s, 'same_entity')",
@@ -281,6 +283,35 @@ def test_shared_subjects_are_readable_not_writable(
         )
     }
     assert subjects == {"alice", "team:x"}
+    # Reading a shared subject's memories counts as their access: recorded
+    # under their subject, folded into them.
+    team = t.conn.execute(
+        "select memory_id from pgmem.memories where subject = 'team:x'"
+    ).fetchall()
+    accessed = "select access_count from pgmem.get_memory(%s)"
+    counts = [t.conn.execute(accessed, r).fetchone()[0] for r in team]  # type: ignore[index]
+    assert max(counts) >= 2, counts  # filled with a recall of its own, and the one above
+    assert rows_of(t.conn, "memory_accesses", "team:x") > 0
+    with raises_sqlstate("42501"):
+        t.conn.execute(
+            "insert into pgmem.memory_accesses (subject, memory_ids, accessed_at)"
+            " values ('bob', '{1}', now())"
+        )
+    # A row naming a memory of a subject out of reach counts for nothing.
+    of_bob = (
+        "select memory_id, access_count from pgmem.memories"
+        " where tenant_id = %s and subject = 'bob' order by 1"
+    )
+    db.admin.execute("select pgmem.fold_accesses(%s)", (t.name,))
+    bob = db.admin.execute(of_bob, (t.name,)).fetchall()
+    t.conn.execute(
+        "insert into pgmem.memory_accesses (subject, memory_ids, accessed_at)"
+        " values ('alice', %s, now())",
+        ([r[0] for r in bob],),
+    )
+    db.admin.execute("select pgmem.fold_accesses(%s)", (t.name,))
+    assert db.admin.execute(of_bob, (t.name,)).fetchall() == bob
+    assert [t.conn.execute(accessed, r).fetchone()[0] for r in team] == counts  # type: ignore[index]
     assert rows_of(t.conn, "memories", "team:x") == 2
     assert rows_of(t.conn, "memory_links", "team:x") == 1
     with raises_sqlstate("PM004"):
@@ -409,7 +440,7 @@ def test_binding_is_off_until_an_administrator_turns_it_on(
         assert admin.execute(
             "select count(*) from pg_policies where qual like '%_bound_subjects%'"
             " and policyname = 'tenant_isolation'"
-        ).fetchone() == (12,)
+        ).fetchone() == (13,)
         conn.execute("select pgmem.remember('bob', 'Bob owns a kayak')")
         bind(conn, "alice")
         assert rows_of(conn, "memories", "bob") == 0

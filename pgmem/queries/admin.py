@@ -29,7 +29,7 @@ MAINTAIN: Final = "select * from pgmem.maintain()"
 CRON_PLAN: Final = "select job, schedule from pgmem.cron_plan()"
 SCHEDULE: Final = (
     "select job, jobname, schedule, command, jobid"
-    " from pgmem.schedule(%s, %s, %s, %s, %s, %s, %s, %s)"
+    " from pgmem.schedule(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 UNSCHEDULE: Final = "select pgmem.unschedule() as removed"
 HAS_PG_CRON: Final = "select exists (select from pg_extension where extname = 'pg_cron') as here"

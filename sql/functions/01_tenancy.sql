@@ -283,8 +283,9 @@ begin
         execute pg_catalog.format('drop role if exists %I', v_role);
     end loop;
     -- Foreign keys cascade from tenants to every tenant table but
-    -- memory_decay, which has none (alembic 0015).
+    -- memory_decay and memory_accesses, which have none (alembic 0015, 0036).
     delete from pgmem.memory_decay as d where d.tenant_id = p_tenant;
+    delete from pgmem.memory_accesses as a where a.tenant_id = p_tenant;
     delete from pgmem.tenants as t where t.tenant_id = p_tenant;
     if not found then
         raise exception 'unknown pgmem tenant: %', p_tenant using errcode = 'PM002';

@@ -143,6 +143,46 @@ $$;
 comment on function pgmem._access_boost(integer) is
     'Recall''s access_boost part: ln(1 + access_count) / ln(101), at most 1 (internal).';
 
+-- Recall, context and prompt record their accesses in pgmem.memory_accesses
+-- instead of updating the memories they return (20_recall_reinforce.sql);
+-- the accesses job folds them in (pgmem.fold_accesses). Until then every
+-- reader of access_count and last_accessed_at adds these, so an answer is
+-- the one an update in place gave. A reader takes them as arrays, in a
+-- statement of its own, and joins their unnest: Citus plans no SQL function
+-- that reads a distributed table with parameters, and a plpgsql variable is
+-- what routes a statement to the tenant's shard.
+create or replace function pgmem._pending_accesses(
+    p_tenant text,
+    p_subjects text[],
+    out subjects text[],
+    out memory_ids bigint[],
+    out accesses integer[],
+    out last_accessed_at timestamptz[]
+)
+language plpgsql
+stable
+security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- An access counts for a memory of the subject it was recorded under:
+    -- readers join on both. The rows are about a minute's recalls of the
+    -- subjects (the fold keeps them so), one index range.
+    select pg_catalog.array_agg(x.subject), pg_catalog.array_agg(x.memory_id), pg_catalog.array_agg(x.accesses),
+           pg_catalog.array_agg(x.last_accessed_at)
+    into subjects, memory_ids, accesses, last_accessed_at
+    from (select a.subject, u.memory_id, pg_catalog.count(*)::integer as accesses,
+                 pg_catalog.max(a.accessed_at) as last_accessed_at
+          from pgmem.memory_accesses as a
+          cross join lateral pg_catalog.unnest(a.memory_ids) as u(memory_id)
+          where a.tenant_id = p_tenant and (p_subjects is null or a.subject = any(p_subjects))
+          group by a.subject, u.memory_id) as x;
+end
+$$;
+
+comment on function pgmem._pending_accesses(text, text[]) is
+    'Accesses of the given subjects'' memories (NULL: every subject of p_tenant) recorded in pgmem.memory_accesses and not folded yet, as four arrays in one order: subject, memory, how many, the latest; readers unnest them and add them to access_count and last_accessed_at (internal).';
+
 create or replace function pgmem._base_score(
     p_settings pgmem.settings,
     p_importance real,
@@ -283,7 +323,10 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
+declare
+    v_pending record;
 begin
+    select * into v_pending from pgmem._pending_accesses(p_tenant, p_subjects);
     -- The one place the score parts are computed and visibility is decided;
     -- pgmem._recall calls it for the candidates and again for ripple rows.
     return query
@@ -293,17 +336,24 @@ begin
                             r.text_match),
            m.importance, p.recency, p.access_boost,
            pgmem._base_score(p_settings, m.importance, p.recency, p.access_boost),
-           m.embedding, m.session_id, m.status, m.pinned, m.access_count, m.last_accessed_at,
+           m.embedding, m.session_id, m.status, m.pinned, m.accesses, m.last_access,
            m.created_at, m.valid_from, m.valid_to, m.metadata, m.subject
     from (
         -- One primary-key probe per id, fenced off from the filters below:
         -- with them in reach the (generic) plan reads the whole subject
-        -- through memories_subject and joins the ids to that.
-        select m.*, i.text_match
+        -- through memories_subject and joins the ids to that. The accesses
+        -- not folded yet count as if they had been (pgmem._pending_accesses).
+        select m.*, i.text_match,
+               m.access_count + coalesce(a.accesses, 0) as accesses,
+               greatest(m.last_accessed_at, a.last_accessed_at) as last_access
         from (select distinct on (i.id) i.id, i.text_match
               from unnest(p_memory_ids, p_text_matches) as i(id, text_match)
               where i.id is not null) as i
         join pgmem.memories as m on m.tenant_id = p_tenant and m.memory_id = i.id
+        left join unnest(v_pending.subjects, v_pending.memory_ids, v_pending.accesses,
+                         v_pending.last_accessed_at)
+            as a(subject, memory_id, accesses, last_accessed_at)
+            on a.memory_id = m.memory_id and a.subject = m.subject
         offset 0
     ) as m
     cross join lateral (
@@ -314,9 +364,9 @@ begin
                case when p_text_matches is not null then coalesce(m.text_match, 0) end as text_match
     ) as r
     cross join lateral (
-        select pgmem._recency(m.pinned, m.last_accessed_at, p_now,
+        select pgmem._recency(m.pinned, m.last_access, p_now,
                               p_half_life_seconds[pg_catalog.array_position(p_half_life_kinds, m.kind)]) as recency,
-               pgmem._access_boost(m.access_count) as access_boost
+               pgmem._access_boost(m.accesses) as access_boost
     ) as p
     where m.subject = any(p_subjects)
       -- Visible: active now, or as of a past time also superseded facts

@@ -47,8 +47,9 @@
 --      were reached from times the link weight, and their whole score is
 --      multiplied by ripple_damping once per hop; up to min(k,
 --      settings.ripple_limit) more rows;
---   5. reinforcement (pgmem.recall only): access_count + 1 and
---      last_accessed_at = now for every returned row, in one statement.
+--   5. reinforcement (pgmem.recall only): an access of every returned
+--      row recorded in pgmem.memory_accesses, one insert; the parts above
+--      count the accesses recorded and not folded yet (18_recall_score.sql).
 --
 -- Fusion: a convex combination of absolute scores, not reciprocal rank
 -- fusion. RRF turns ranks 1..10 into relevances 1.0..0.87 (k = 60), too
@@ -159,6 +160,7 @@ declare
     v_tenant text := pgmem._require_tenant();
     v_settings pgmem.settings;
     v_now timestamptz := coalesce(p_now, pg_catalog.now());
+    v_pending record;
     v_at timestamptz := coalesce(p_as_of, p_now, pg_catalog.now());
     v_statuses text[];
     v_lexemes text[];
@@ -311,8 +313,11 @@ begin
         -- v_best, only the k best by score, from the parts the scan read
         -- (step 2 reads whole rows, one primary-key probe each).
         -- Sorting outside the materialized CTE keeps the HNSW index out.
+        select * into v_pending from pgmem._pending_accesses(v_tenant, v_subjects);
         with scan as materialized (
-            select m.memory_id, m.kind, m.importance, m.pinned, m.access_count, m.last_accessed_at,
+            select m.memory_id, m.kind, m.importance, m.pinned,
+                   m.access_count + coalesce(a.accesses, 0) as access_count,
+                   greatest(m.last_accessed_at, a.last_accessed_at) as last_accessed_at,
                    m.status = 'active' as counted,
                    m.valid_from <= v_at and (m.valid_to is null or m.valid_to > v_at)
                        and (m.expires_at is null or m.expires_at > v_now)
@@ -327,6 +332,10 @@ begin
                    -- query term carry their tsvector on.
                    case when m.fts operator(pg_catalog.@@) v_tsquery then m.fts end as fts
             from pgmem.memories as m
+            left join unnest(v_pending.subjects, v_pending.memory_ids, v_pending.accesses,
+                             v_pending.last_accessed_at)
+                as a(subject, memory_id, accesses, last_accessed_at)
+                on a.memory_id = m.memory_id and a.subject = m.subject
             where m.tenant_id = v_tenant and m.subject = any(v_subjects) and m.status = any(v_statuses)
         ),
         -- The rows holding any query term, apart: each term's pass below

@@ -29,15 +29,25 @@ declare
     -- tenant's shard by it, and plans no SQL function with parameters
     -- (docs/scaling.md).
     v_tenant text := pgmem._require_tenant();
+    v_subject text;
+    v_pending record;
 begin
+    select m.subject into v_subject from pgmem.memories as m
+    where m.tenant_id = v_tenant and m.memory_id = p_memory_id;
+    -- Accesses recorded and not folded yet count (pgmem._pending_accesses).
+    select * into v_pending from pgmem._pending_accesses(v_tenant, array[v_subject]);
     return query
     select m.memory_id, m.subject, m.agent_id, m.session_id, m.kind, m.content, m.importance,
            d.effective_importance, m.confidence, m.source, m.triple_subject, m.triple_predicate,
            m.triple_object, m.valid_from, m.valid_to, m.status, m.status_changed_at, m.pinned,
-           m.access_count, m.last_accessed_at, m.expires_at, m.metadata, m.created_at, m.updated_at,
-           m.embedding is not null
+           m.access_count + coalesce(a.accesses, 0), greatest(m.last_accessed_at, a.last_accessed_at),
+           m.expires_at, m.metadata, m.created_at, m.updated_at, m.embedding is not null
     from pgmem.memories as m
     left join pgmem.memory_decay as d on d.tenant_id = m.tenant_id and d.memory_id = m.memory_id
+    left join unnest(v_pending.subjects, v_pending.memory_ids, v_pending.accesses,
+                     v_pending.last_accessed_at)
+        as a(subject, memory_id, accesses, last_accessed_at)
+        on a.memory_id = m.memory_id and a.subject = m.subject
     where m.tenant_id = v_tenant and m.memory_id = p_memory_id;
 end
 $$;
@@ -72,14 +82,22 @@ declare
     -- tenant's shard by it, and plans no SQL function with parameters
     -- (docs/scaling.md).
     v_tenant text := pgmem._require_tenant();
+    v_pending record;
 begin
+    -- Accesses recorded and not folded yet count (pgmem._pending_accesses).
+    select * into v_pending
+    from pgmem._pending_accesses(v_tenant, case when p_subject is not null then array[p_subject] end);
     return query
     select m.memory_id, m.subject, m.agent_id, m.session_id, m.kind, m.content, m.importance,
            d.effective_importance, m.source, m.triple_subject, m.triple_predicate, m.triple_object,
-           m.valid_from, m.valid_to, m.status, m.pinned, m.access_count, m.last_accessed_at,
-           m.metadata, m.created_at, m.updated_at
+           m.valid_from, m.valid_to, m.status, m.pinned, m.access_count + coalesce(a.accesses, 0),
+           greatest(m.last_accessed_at, a.last_accessed_at), m.metadata, m.created_at, m.updated_at
     from pgmem.memories as m
     left join pgmem.memory_decay as d on d.tenant_id = m.tenant_id and d.memory_id = m.memory_id
+    left join unnest(v_pending.subjects, v_pending.memory_ids, v_pending.accesses,
+                     v_pending.last_accessed_at)
+        as a(subject, memory_id, accesses, last_accessed_at)
+        on a.memory_id = m.memory_id and a.subject = m.subject
     where m.tenant_id = v_tenant
       and (p_subject is null or m.subject = p_subject)
       and (p_statuses is null or m.status = any (p_statuses))
@@ -204,16 +222,24 @@ declare
     -- tenant's shard by it, and plans no SQL function with parameters
     -- (docs/scaling.md).
     v_tenant text := pgmem._require_tenant();
+    v_pending record;
 begin
+    -- Accesses recorded and not folded yet count (pgmem._pending_accesses).
+    select * into v_pending
+    from pgmem._pending_accesses(v_tenant, case when p_subject is not null then array[p_subject] end);
     return query
     select m.memory_id, m.subject, m.agent_id, m.session_id, m.kind, m.content,
            m.embedding::real[], m.importance, d.effective_importance, m.confidence,
            m.source, m.triple_subject, m.triple_predicate, m.triple_object, m.valid_from,
-           m.valid_to, m.status, m.status_changed_at, m.pinned, m.access_count,
-           m.last_accessed_at, m.expires_at, m.metadata, m.created_at, m.updated_at, m.kept,
-           m.item_key, m.item_value, pg_catalog.date_part('epoch', m.item_ttl) / 60
+           m.valid_to, m.status, m.status_changed_at, m.pinned, m.access_count + coalesce(a.accesses, 0),
+           greatest(m.last_accessed_at, a.last_accessed_at), m.expires_at, m.metadata, m.created_at,
+           m.updated_at, m.kept, m.item_key, m.item_value, pg_catalog.date_part('epoch', m.item_ttl) / 60
     from pgmem.memories as m
     left join pgmem.memory_decay as d on d.tenant_id = m.tenant_id and d.memory_id = m.memory_id
+    left join unnest(v_pending.subjects, v_pending.memory_ids, v_pending.accesses,
+                     v_pending.last_accessed_at)
+        as a(subject, memory_id, accesses, last_accessed_at)
+        on a.memory_id = m.memory_id and a.subject = m.subject
     where m.tenant_id = v_tenant
       and (p_subject is null or m.subject = p_subject)
       and (p_statuses is null or m.status = any (p_statuses))

@@ -85,28 +85,37 @@ declare
     v_tenant text := pgmem._require_tenant();
     v_now timestamptz := coalesce(p_now, pg_catalog.now());
     v_settings pgmem.settings;
+    v_pending record;
 begin
     if p_subject is null or pg_catalog.btrim(p_subject) = '' then
         raise exception 'the profile needs a subject' using errcode = 'PM010';
     end if;
+    select * into v_pending from pgmem._pending_accesses(v_tenant, array[p_subject]);
     select s.* into v_settings
     from pgmem.settings as s
     where s.tenant_id in (v_tenant, '_default')
     order by s.tenant_id = '_default'
     limit 1;
     return query
-    select m.memory_id, m.content, m.kind, m.reason, m.importance, m.pinned, m.access_count, m.valid_from
+    select m.memory_id, m.content, m.kind, m.reason, m.importance, m.pinned, m.accesses, m.valid_from
     from (select m.*, pgmem._profile_reason(m.pinned, m.kind, m.source, m.metadata, m.triple_subject,
-                                        m.triple_predicate, m.content, m.importance, m.access_count,
+                                        m.triple_predicate, m.content, m.importance, m.accesses,
                                         v_settings.profile_min_importance) as reason
-          from pgmem.memories as m
+          from (select m.*, m.access_count + coalesce(a.accesses, 0) as accesses
+                from pgmem.memories as m
+                -- Accesses recorded and not folded yet count (pgmem._pending_accesses).
+                left join unnest(v_pending.subjects, v_pending.memory_ids, v_pending.accesses,
+                                 v_pending.last_accessed_at)
+                    as a(subject, memory_id, accesses, last_accessed_at)
+                    on a.memory_id = m.memory_id and a.subject = m.subject
+                where m.tenant_id = v_tenant and m.subject = p_subject) as m
           where m.tenant_id = v_tenant and m.subject = p_subject and m.status = 'active'
             and (m.kind <> 'episodic' or m.pinned)
             and m.valid_from <= v_now and (m.valid_to is null or m.valid_to > v_now)
             and (m.expires_at is null or m.expires_at > v_now)) as m
     where m.reason is not null
     order by pg_catalog.array_position(array['pinned', 'health', 'identity', 'instruction', 'preference'], m.reason),
-             m.importance desc, m.access_count desc, m.valid_from desc, m.memory_id desc
+             m.importance desc, m.accesses desc, m.valid_from desc, m.memory_id desc
     limit v_settings.profile_limit;
 end
 $$;

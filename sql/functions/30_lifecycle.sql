@@ -190,6 +190,9 @@ declare
     v_tenant text := pgmem._maintenance_scope(p_tenant);
     v_updated bigint;
 begin
+    -- Decay reads the last access: the accesses recall recorded since the
+    -- last fold are written first.
+    perform pgmem._fold_accesses_rows(v_tenant);
     -- The stored value lives in pgmem.memory_decay, a ~60-byte row per
     -- memory: rescoring never writes a new version of the memory itself
     -- (~2 KB, in every btree of pgmem.memories when the page has no room
@@ -242,7 +245,9 @@ as $$
 declare
     v_tenant text := pgmem._maintenance_scope(p_tenant);
 begin
-    -- The score is computed here at p_now, so archival is exact whether or
+    perform pgmem._fold_accesses_rows(v_tenant);
+    -- The score is computed here at p_now (from the last access, the
+    -- accesses just folded included), so archival is exact whether or
     -- not decay ran first. Pinned and kept memories are never archived,
     -- expired or not.
     with due as (
@@ -313,6 +318,8 @@ declare
     v_tenants text[];
     v_ids bigint[];
 begin
+    -- Who was recalled decides who goes: the accesses not folded yet first.
+    perform pgmem._fold_accesses_rows(v_tenant);
     -- A subject holds its active and archived memories (history rows —
     -- superseded, merged — and deleted ones do not count). Over the cap,
     -- the excess is evicted (status deleted, purged after the grace):

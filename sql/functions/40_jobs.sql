@@ -39,11 +39,13 @@ as $$
     -- the worker (32_consolidate.sql), over what the others left active.
     -- watchdog ends tenant sessions idle in a transaction past their limit.
     -- links makes the association links of the episodes written since.
-    select array['archive', 'decay', 'capacity', 'purge', 'sessions', 'consolidate', 'watchdog', 'links']
+    -- accesses folds the accesses recall recorded into the memories (archive,
+    -- decay and capacity fold them first themselves).
+    select array['archive', 'decay', 'capacity', 'purge', 'sessions', 'consolidate', 'watchdog', 'links', 'accesses']
 $$;
 
 comment on function pgmem._job_names() is
-    'The maintenance jobs pgmem.run_job knows, in the order pgmem.maintain runs them: archive, decay, capacity, purge, sessions, consolidate, watchdog, links (internal).';
+    'The maintenance jobs pgmem.run_job knows, in the order pgmem.maintain runs them: archive, decay, capacity, purge, sessions, consolidate, watchdog, links, accesses (internal).';
 
 -- Replaced by a row lock in pgmem._job_locks: anyone can compute
 -- and hold an advisory key, and holding it switched maintenance off.
@@ -131,6 +133,7 @@ begin
         -- A subject it links stays locked until the run commits: a writer
         -- of one waits at most for a chunk of 100, not for every subject.
         when 'links' then (select pg_catalog.to_jsonb(r) from pgmem.link_episodes(p_now, p_tenant, null, 100) as r)
+        when 'accesses' then pg_catalog.jsonb_build_object('folded', pgmem._fold_accesses_rows(p_tenant))
     end;
 end
 $$;
@@ -140,8 +143,9 @@ comment on function pgmem._job_counts(text, timestamptz, text) is
 
 -- The tenants a run goes through one by one (on Citus, or when a tenant's
 -- rows fail the set-based statement): every tenant, but for links only
--- those with a marked subject. links runs every minute, and on Citus each
--- tenant is a call routed to its shard, made whether it has work or not.
+-- those with a marked subject and for accesses those with accesses to
+-- fold. Both run every minute, and on Citus each tenant is a call routed
+-- to its shard, made whether it has work or not.
 create or replace function pgmem._job_tenants(p_job text)
 returns setof text
 language plpgsql
@@ -154,6 +158,8 @@ begin
         return query
         select distinct s.tenant_id from pgmem.subjects as s where s.links_pending_from is not null
         order by s.tenant_id;
+    elsif p_job = 'accesses' then
+        return query select distinct a.tenant_id from pgmem.memory_accesses as a order by a.tenant_id;
     else
         return query select t.tenant_id from pgmem.tenants as t order by t.tenant_id;
     end if;
@@ -161,7 +167,7 @@ end
 $$;
 
 comment on function pgmem._job_tenants(text) is
-    'The tenants pgmem.run_job visits one by one for a job: every tenant, or for links those with a subject whose links wait (internal).';
+    'The tenants pgmem.run_job visits one by one for a job: every tenant, or for links those with a subject whose links wait, for accesses those with accesses to fold (internal).';
 
 create or replace function pgmem.run_job(
     p_job text,
@@ -315,7 +321,7 @@ end
 $$;
 
 comment on function pgmem.run_job(text, timestamptz, text) is
-    'Runs one maintenance job (decay, archive, capacity, purge, sessions, consolidate, watchdog, links) over every tenant (or p_tenant) under its row lock in pgmem._job_locks (skip locked), and records it in pgmem.job_runs: ok with counts, skipped (lock held elsewhere) or failed with the error; a tenant whose rows fail the job gets a failed run of its own (counts.failed_tenants, message) while the others are maintained. Returns the recorded row; on a replica returns a skipped row at once and records nothing. pgmem_admin only.';
+    'Runs one maintenance job (decay, archive, capacity, purge, sessions, consolidate, watchdog, links, accesses) over every tenant (or p_tenant) under its row lock in pgmem._job_locks (skip locked), and records it in pgmem.job_runs: ok with counts, skipped (lock held elsewhere) or failed with the error; a tenant whose rows fail the job gets a failed run of its own (counts.failed_tenants, message) while the others are maintained. Returns the recorded row; on a replica returns a skipped row at once and records nothing. pgmem_admin only.';
 
 -- The links job takes a chunk of subjects a transaction (its writers wait
 -- for it meanwhile): whoever runs it goes on, in a new transaction, while
@@ -380,11 +386,11 @@ as $$
 $$;
 
 comment on function pgmem.maintain(timestamptz, text) is
-    'Runs every maintenance job now, in order (archive, decay, capacity, purge, sessions, consolidate, watchdog, links), in the caller''s transaction; returns the recorded runs. `pgmem maintain` runs them one transaction each. pgmem_admin only.';
+    'Runs every maintenance job now, in order (archive, decay, capacity, purge, sessions, consolidate, watchdog, links, accesses), in the caller''s transaction; returns the recorded runs. `pgmem maintain` runs them one transaction each. pgmem_admin only.';
 
 -- The four-schedule forms predate the sessions job, the five-schedule ones
 -- the consolidate job, the six-schedule ones the watchdog, the seven-schedule
--- ones the links job.
+-- ones the links job, the eight-schedule ones the accesses job.
 drop function if exists pgmem.schedule(text, text, text, text);
 drop function if exists pgmem.cron_plan(text, text, text, text);
 drop function if exists pgmem.schedule(text, text, text, text, text);
@@ -393,6 +399,8 @@ drop function if exists pgmem.schedule(text, text, text, text, text, text);
 drop function if exists pgmem.cron_plan(text, text, text, text, text, text);
 drop function if exists pgmem.schedule(text, text, text, text, text, text, text);
 drop function if exists pgmem.cron_plan(text, text, text, text, text, text, text);
+drop function if exists pgmem.schedule(text, text, text, text, text, text, text, text);
+drop function if exists pgmem.cron_plan(text, text, text, text, text, text, text, text);
 
 create or replace function pgmem.cron_plan(
     p_decay text default '7 * * * *',
@@ -402,7 +410,8 @@ create or replace function pgmem.cron_plan(
     p_sessions text default '*/15 * * * *',
     p_consolidate text default '47 3 * * *',
     p_watchdog text default '* * * * *',
-    p_links text default '* * * * *'
+    p_links text default '* * * * *',
+    p_accesses text default '* * * * *'
 )
 returns table (job text, jobname text, schedule text, command text)
 language sql
@@ -416,17 +425,19 @@ as $$
     -- consolidate nightly after purge, for the worker to write insights;
     -- watchdog every minute, so an idle open transaction ends soon after its limit.
     -- links every minute, so a stated turn's links follow it within a minute.
+    -- accesses every minute, so the accesses readers add up stay few.
     -- Minute-level cron syntax only: pg_cron 1.4 (Debian 12) has no seconds.
     select j.job, 'pgmem-' || j.job, j.schedule,
            pg_catalog.format('call pgmem.run_scheduled_job(%L)', j.job)
     from (values (1, 'decay', p_decay), (2, 'archive', p_archive),
                  (3, 'capacity', p_capacity), (4, 'purge', p_purge),
                  (5, 'sessions', p_sessions), (6, 'consolidate', p_consolidate),
-                 (7, 'watchdog', p_watchdog), (8, 'links', p_links)) as j (position, job, schedule)
+                 (7, 'watchdog', p_watchdog), (8, 'links', p_links),
+                 (9, 'accesses', p_accesses)) as j (position, job, schedule)
     order by j.position
 $$;
 
-comment on function pgmem.cron_plan(text, text, text, text, text, text, text, text) is
+comment on function pgmem.cron_plan(text, text, text, text, text, text, text, text, text) is
     'The pg_cron jobs pgmem.schedule() installs: job, cron job name, schedule (NULL = not scheduled) and command. Useful to schedule from another database with cron.schedule_in_database.';
 
 create or replace function pgmem._require_cron(p_for text)
@@ -477,7 +488,8 @@ create or replace function pgmem.schedule(
     p_sessions text default '*/15 * * * *',
     p_consolidate text default '47 3 * * *',
     p_watchdog text default '* * * * *',
-    p_links text default '* * * * *'
+    p_links text default '* * * * *',
+    p_accesses text default '* * * * *'
 )
 returns table (job text, jobname text, schedule text, command text, jobid bigint)
 language plpgsql
@@ -491,17 +503,19 @@ begin
     -- since cron.schedule upserts by job name, updated in place.
     perform cron.unschedule(c.jobid)
     from cron.job as c
-    join pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions, p_consolidate, p_watchdog, p_links) as p on p.jobname = c.jobname
+    join pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions, p_consolidate, p_watchdog, p_links,
+                                  p_accesses) as p on p.jobname = c.jobname
     where p.schedule is null and c.database = pg_catalog.current_database();
     return query
     select p.job, p.jobname, p.schedule, p.command,
            case when p.schedule is not null then cron.schedule(p.jobname, p.schedule, p.command) end
-    from pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions, p_consolidate, p_watchdog, p_links) as p;
+    from pgmem.cron_plan(p_decay, p_archive, p_capacity, p_purge, p_sessions, p_consolidate, p_watchdog, p_links,
+                                  p_accesses) as p;
 end
 $$;
 
-comment on function pgmem.schedule(text, text, text, text, text, text, text, text) is
-    'Installs (or updates) the pg_cron jobs pgmem-decay (default hourly), pgmem-archive, pgmem-capacity, pgmem-purge and pgmem-consolidate (daily), pgmem-sessions (every 15 minutes), pgmem-watchdog and pgmem-links (every minute); a NULL schedule removes that job. Each runs pgmem.run_job as the calling role. Raises PM036 with a way out when pg_cron is not installed in this database.';
+comment on function pgmem.schedule(text, text, text, text, text, text, text, text, text) is
+    'Installs (or updates) the pg_cron jobs pgmem-decay (default hourly), pgmem-archive, pgmem-capacity, pgmem-purge and pgmem-consolidate (daily), pgmem-sessions (every 15 minutes), pgmem-watchdog, pgmem-links and pgmem-accesses (every minute); a NULL schedule removes that job. Each runs pgmem.run_job as the calling role. Raises PM036 with a way out when pg_cron is not installed in this database.';
 
 create or replace function pgmem.unschedule()
 returns bigint

@@ -3,6 +3,25 @@
 -- tenant to anyone allowed to read it. As invoker views, pgmem_readonly
 -- sees all tenants (its inspection policy) and pgmem_app its own.
 
+-- The accesses recall recorded and the accesses job has not folded in yet,
+-- per memory, for the views below (readers that take a tenant use
+-- pgmem._pending_accesses). A view, which Citus plans as a subquery; going
+-- down, revision 0036 leaves it empty before it drops the table.
+create or replace view pgmem._accesses_pending
+with (security_invoker = true)
+as
+select a.tenant_id, a.subject, u.memory_id, pg_catalog.count(*)::integer as accesses,
+       pg_catalog.max(a.accessed_at) as last_accessed_at
+from pgmem.memory_accesses as a
+cross join lateral pg_catalog.unnest(a.memory_ids) as u(memory_id)
+group by a.tenant_id, a.subject, u.memory_id;
+
+comment on view pgmem._accesses_pending is
+    'Per tenant, subject and memory: the accesses recorded in pgmem.memory_accesses and not folded yet, how many and the latest (internal; what the views count). RLS applies.';
+
+revoke all on pgmem._accesses_pending from public;
+grant select on pgmem._accesses_pending to pgmem_app, pgmem_readonly;
+
 create or replace view pgmem.memory_stats
 with (security_invoker = true)
 as
@@ -16,12 +35,15 @@ select
     pg_catalog.avg(m.importance)::real as avg_importance,
     -- Never-decayed rows (no memory_decay row) count at full importance.
     pg_catalog.avg(coalesce(d.effective_importance, m.importance))::real as avg_effective_importance,
-    pg_catalog.sum(m.access_count) as accesses,
+    -- Accesses recorded and not folded yet count (pgmem._pending_accesses).
+    pg_catalog.sum(m.access_count + coalesce(a.accesses, 0)) as accesses,
     pg_catalog.min(m.created_at) as oldest,
     pg_catalog.max(m.created_at) as newest,
-    pg_catalog.max(m.last_accessed_at) as last_accessed_at
+    pg_catalog.max(greatest(m.last_accessed_at, a.last_accessed_at)) as last_accessed_at
 from pgmem.memories as m
 left join pgmem.memory_decay as d on d.tenant_id = m.tenant_id and d.memory_id = m.memory_id
+left join pgmem._accesses_pending as a
+    on a.tenant_id = m.tenant_id and a.memory_id = m.memory_id and a.subject = m.subject
 group by m.tenant_id, m.subject, m.kind, m.status;
 
 comment on view pgmem.memory_stats is
@@ -37,7 +59,8 @@ select
     -- pgmem.archive() does.
     pg_catalog.count(*) filter (
         where m.status = 'active' and not m.pinned
-          and pgmem._decayed(m.importance, p.decay_per_second, m.last_accessed_at, pg_catalog.now())
+          and pgmem._decayed(m.importance, p.decay_per_second, greatest(m.last_accessed_at, a.last_accessed_at),
+                             pg_catalog.now())
               < p.archive_threshold
           and not coalesce(m.expires_at <= pg_catalog.now(), false)) as due_archive_weak,
     pg_catalog.count(*) filter (
@@ -52,6 +75,9 @@ select
         as next_purge_at
 from pgmem.memories as m
 join pgmem._decay_policy as p on p.tenant_id = m.tenant_id and p.kind = m.kind
+-- archive folds the accesses not folded yet first: they count here too.
+left join pgmem._accesses_pending as a
+    on a.tenant_id = m.tenant_id and a.memory_id = m.memory_id and a.subject = m.subject
 group by m.tenant_id;
 
 comment on view pgmem.archive_backlog is

@@ -159,6 +159,14 @@ begin
     select m.* into v_other from pgmem.memories as m
     where m.tenant_id = v_tenant and m.memory_id = p_other_id
     for no key update;
+    -- Its accesses not folded yet are its history too (pgmem._pending_accesses).
+    select v_other.access_count + coalesce(pg_catalog.sum(a.accesses), 0)::integer,
+           greatest(v_other.last_accessed_at, pg_catalog.max(a.last_accessed_at))
+    into v_other.access_count, v_other.last_accessed_at
+    from pgmem._pending_accesses(v_tenant, array[v_other.subject]) as p
+    cross join lateral unnest(p.subjects, p.memory_ids, p.accesses, p.last_accessed_at)
+        as a(subject, memory_id, accesses, last_accessed_at)
+    where a.memory_id = p_other_id and a.subject = v_other.subject;
     if v_other.memory_id is null then
         raise exception 'tenant % has no memory %', v_tenant, p_other_id using errcode = 'PM022';
     end if;

@@ -86,11 +86,13 @@ begin
     -- Every row about the subject hangs off its subjects row (foreign keys
     -- ON DELETE CASCADE): memories, their links in both directions, events,
     -- inbox jobs, sessions and tasks go with it. The memories' decay rows
-    -- have no foreign key (alembic 0015): they go first.
+    -- and the accesses not folded yet have no foreign key (alembic 0015,
+    -- 0036): they go first.
     delete from pgmem.memory_decay as d
     using pgmem.memories as m
     where m.tenant_id = p_tenant and m.subject = p_subject
       and d.tenant_id = m.tenant_id and d.memory_id = m.memory_id;
+    delete from pgmem.memory_accesses as a where a.tenant_id = p_tenant and a.subject = p_subject;
     delete from pgmem.subjects as s where s.tenant_id = p_tenant and s.subject = p_subject;
     -- The tombstone names neither the subject nor any content: only that an
     -- erasure happened, when, by whom (the session's role) and how much it removed.

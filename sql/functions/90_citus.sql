@@ -127,7 +127,14 @@ begin
                                                   else pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) end)), '[]')
                           from pg_catalog.aclexplode(c.relacl) as a
                           where a.grantee <> c.relowner))
-               order by c.oid), '[]')
+               -- Views on other pgmem views come back after them.
+               order by exists (select from pg_catalog.pg_rewrite as r
+                                join pg_catalog.pg_depend as d
+                                    on d.classid = 'pg_catalog.pg_rewrite'::regclass and d.objid = r.oid
+                                join pg_catalog.pg_class as v on v.oid = d.refobjid
+                                where r.ev_class = c.oid and v.oid <> c.oid and v.relkind = 'v'
+                                  and v.relnamespace = 'pgmem'::regnamespace),
+                        c.oid), '[]')
     into v_views
     from pg_catalog.pg_class as c
     where c.relnamespace = 'pgmem'::regnamespace and c.relkind = 'v';
@@ -165,7 +172,7 @@ begin
     -- subjects first: the others are colocated with it (and reference it).
     foreach v_table in array array['subjects', 'memories', 'memory_links', 'memory_events', 'inbox',
                                      'sessions', 'session_messages', 'session_summaries', 'tasks', 'task_steps',
-                                     'reembed_vectors', 'memory_decay'] loop
+                                     'reembed_vectors', 'memory_decay', 'memory_accesses'] loop
         if not exists (select from pg_catalog.pg_dist_partition as p
                        where p.logicalrelid = pg_catalog.format('pgmem.%I', v_table)::regclass
                          and p.partmethod = 'h') then

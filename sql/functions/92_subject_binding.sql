@@ -303,12 +303,19 @@ declare
 begin
     foreach v_table in array array['subjects', 'memories', 'memory_events', 'inbox', 'sessions',
                                      'session_messages', 'session_summaries', 'tasks',
-                                     'memory_links', 'memory_decay', 'reembed_vectors', 'task_steps'] loop
+                                     'memory_links', 'memory_decay', 'reembed_vectors', 'task_steps',
+                                     'memory_accesses'] loop
+        -- A downgrade passes through revisions older than some of these tables.
+        if pg_catalog.to_regclass(pg_catalog.format('pgmem.%I', v_table)) is null then
+            continue;
+        end if;
         v_read := 'tenant_id = pgmem.current_tenant()';
         v_write := v_read;
         if p_create then
             v_read := v_read || ' and ' || pgmem._subject_binding_check(v_table, true);
-            v_write := v_write || ' and ' || pgmem._subject_binding_check(v_table, false);
+            -- An access is recorded of what the connection reads, a shared
+            -- subject's memory too: an account of reading, not a write to it.
+            v_write := v_write || ' and ' || pgmem._subject_binding_check(v_table, v_table = 'memory_accesses');
             if v_table = 'memory_links' then
                 -- A link is written from one's own memory to one in reach.
                 v_read := v_read || ' and ' || pgmem._subject_binding_check(v_table, true, 'to_id');

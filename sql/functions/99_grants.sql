@@ -30,8 +30,8 @@ revoke execute on function
     pgmem.create_mcp_token(text, text, text),
     pgmem.revoke_mcp_token(text, text),
     pgmem.mcp_tokens(text),
-    pgmem.cron_plan(text, text, text, text, text, text, text, text),
-    pgmem.schedule(text, text, text, text, text, text, text, text),
+    pgmem.cron_plan(text, text, text, text, text, text, text, text, text),
+    pgmem.schedule(text, text, text, text, text, text, text, text, text),
     pgmem.unschedule(),
     pgmem.scheduled_jobs()
 from pgmem_app;
@@ -40,7 +40,7 @@ from pgmem_app;
 grant execute on function
     pgmem._decayed(real, double precision, timestamptz, timestamptz),
     pgmem._decay_step(),
-    pgmem.cron_plan(text, text, text, text, text, text, text, text),
+    pgmem.cron_plan(text, text, text, text, text, text, text, text, text),
     pgmem.scheduled_jobs()
 to pgmem_readonly;
 
