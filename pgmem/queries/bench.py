@@ -181,13 +181,16 @@ matched as (
 select r.memory_id
 from pgmem.settings as s
 cross join lateral pgmem._half_life_seconds(s) as h
+-- Recall counts the accesses not folded yet; so does the exact ranking.
+cross join lateral pgmem._pending_accesses(s.tenant_id, array[%(subject)s::text]) as a
 cross join lateral pgmem._recall_rows(
     s.tenant_id, s, array[%(subject)s::text],
     array(select x.memory_id from matched as x order by x.memory_id),
     case when exists (select from terms)
          then array(select x.text_match from matched as x order by x.memory_id) end,
     %(embedding)s::public.halfvec,
-    %(now)s, %(now)s, null, null, null, null, null, null, h.kinds, h.seconds) as r
+    %(now)s, %(now)s, null, null, null, null, null, null, h.kinds, h.seconds,
+    a.subjects, a.memory_ids, a.accesses, a.last_accessed_at) as r
 where s.tenant_id = %(tenant)s
 order by pgmem._score(s, r.relevance, r.base_score) desc, r.memory_id desc
 limit 10

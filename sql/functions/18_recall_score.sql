@@ -16,6 +16,11 @@ drop function if exists pgmem._recall_rows(text, pgmem.settings, text[], bigint[
 drop function if exists pgmem._recall_rows(text, pgmem.settings, text[], bigint[], real[], public.halfvec,
                                            timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb,
                                            text);
+-- The caller gives the accesses not folded yet (pgmem._pending_accesses),
+-- read once for its scan and every call of this.
+drop function if exists pgmem._recall_rows(text, pgmem.settings, text[], bigint[], real[], public.halfvec,
+                                           timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb,
+                                           text, text[], double precision[]);
 
 create or replace function pgmem._half_life_seconds(
     p_settings pgmem.settings,
@@ -290,7 +295,12 @@ create or replace function pgmem._recall_rows(
     p_agent_id text,
     -- pgmem._half_life_seconds(p_settings)
     p_half_life_kinds text[],
-    p_half_life_seconds double precision[]
+    p_half_life_seconds double precision[],
+    -- pgmem._pending_accesses(p_tenant, p_subjects)
+    p_accessed_subjects text[],
+    p_accessed_ids bigint[],
+    p_accesses integer[],
+    p_accessed_at timestamptz[]
 )
 returns table (
     memory_id bigint,
@@ -323,10 +333,7 @@ security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
-declare
-    v_pending record;
 begin
-    select * into v_pending from pgmem._pending_accesses(p_tenant, p_subjects);
     -- The one place the score parts are computed and visibility is decided;
     -- pgmem._recall calls it for the candidates and again for ripple rows.
     return query
@@ -350,8 +357,7 @@ begin
               from unnest(p_memory_ids, p_text_matches) as i(id, text_match)
               where i.id is not null) as i
         join pgmem.memories as m on m.tenant_id = p_tenant and m.memory_id = i.id
-        left join unnest(v_pending.subjects, v_pending.memory_ids, v_pending.accesses,
-                         v_pending.last_accessed_at)
+        left join unnest(p_accessed_subjects, p_accessed_ids, p_accesses, p_accessed_at)
             as a(subject, memory_id, accesses, last_accessed_at)
             on a.memory_id = m.memory_id and a.subject = m.subject
         offset 0
@@ -388,7 +394,8 @@ $$;
 
 comment on function pgmem._recall_rows(text, pgmem.settings, text[], bigint[], real[], public.halfvec,
                                        timestamptz, timestamptz, text[], text, timestamptz, timestamptz, jsonb,
-                                       text, text[], double precision[]) is
+                                       text, text[], double precision[], text[], bigint[], integer[],
+                                       timestamptz[]) is
     'Internal to recall: the given memories that are visible and pass the filters, with their score parts (see sql/functions/20_recall.sql, step 2).';
 
 -- A fact and the stated turn it was extracted from hold the same

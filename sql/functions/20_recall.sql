@@ -293,6 +293,9 @@ begin
         v_exact := p_embedding is not null;
     end if;
 
+    -- The accesses not folded yet, read once: the scan and every
+    -- pgmem._recall_rows call below count them.
+    select * into v_pending from pgmem._pending_accesses(v_tenant, v_subjects);
     if v_lexemes is not null or v_exact then
         if p_mmr_lambda is null and (v_exact or p_embedding is null) then
             -- Twice k: room for the rows a fact and its turn collapse to one.
@@ -313,7 +316,6 @@ begin
         -- v_best, only the k best by score, from the parts the scan read
         -- (step 2 reads whole rows, one primary-key probe each).
         -- Sorting outside the materialized CTE keeps the HNSW index out.
-        select * into v_pending from pgmem._pending_accesses(v_tenant, v_subjects);
         with scan as materialized (
             select m.memory_id, m.kind, m.importance, m.pinned,
                    m.access_count + coalesce(a.accesses, 0) as access_count,
@@ -442,7 +444,8 @@ begin
             from pgmem._recall_rows(v_tenant, v_settings, v_subjects, v_ids, v_text, v_query,
                                     v_now, v_at,
                                     p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id,
-                                    v_kinds, v_half_life_seconds) as r
+                                    v_kinds, v_half_life_seconds, v_pending.subjects, v_pending.memory_ids,
+                                    v_pending.accesses, v_pending.last_accessed_at) as r
         ),
         kin as materialized (
             select k.* from pgmem._provenance_kin(v_tenant, array(select s.memory_id from scored as s)) as k
@@ -477,7 +480,8 @@ begin
         from pgmem._recall_rows(v_tenant, v_settings, v_subjects, v_ids, v_text, v_query,
                                 v_now, v_at,
                                 p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id,
-                                v_kinds, v_half_life_seconds) as r
+                                v_kinds, v_half_life_seconds, v_pending.subjects, v_pending.memory_ids,
+                                v_pending.accesses, v_pending.last_accessed_at) as r
     ),
     kin as materialized (
         select k.* from pgmem._provenance_kin(v_tenant, array(select x.memory_id from direct as x)) as k
@@ -583,7 +587,8 @@ begin
         join pgmem._recall_rows(v_tenant, v_settings, v_subjects, array(select c2.memory_id from reached as c2),
                                 null, v_query, v_now, v_at,
                                 p_kinds, p_session_id, p_since, p_until, p_metadata, p_agent_id,
-                                v_kinds, v_half_life_seconds) as r
+                                v_kinds, v_half_life_seconds, v_pending.subjects, v_pending.memory_ids,
+                                v_pending.accesses, v_pending.last_accessed_at) as r
             on r.memory_id = c.memory_id
         cross join lateral (
             select (pg_catalog.power(v_settings.ripple_damping::double precision, c.hop)
